@@ -1,0 +1,81 @@
+// Command ringflake generates and decodes ringflake IDs.
+//
+// Usage:
+//
+//	ringflake gen -n N [--machine-id M]   print N new IDs, one per line
+//	ringflake decode ID...                print the time, machine and sequence of each ID
+//
+// Bad input exits with status 2 and a one-line reason on stderr; a failure
+// while generating exits with status 1.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// errUsage marks errors caused by bad input, which exit with status 2.
+var errUsage = errors.New("usage")
+
+const usage = `usage: ringflake <command> [flags]
+
+commands:
+  gen -n N [--machine-id M]   print N new IDs, one decimal per line
+  decode ID...                print the time, machine and sequence of each ID
+
+Run "ringflake <command> -h" for a command's flags.`
+
+// run executes one command and returns the process exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "ringflake: no command given; want gen or decode")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "gen":
+		err = runGen(args[1:], stdout, stderr)
+	case "decode":
+		err = runDecode(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return 0
+	default:
+		err = fmt.Errorf("%w: unknown command %q; want gen or decode", errUsage, args[0])
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "ringflake: %v\n", unwrapUsage(err))
+		return 2
+	}
+	fmt.Fprintf(stderr, "ringflake: %v\n", err)
+	return 1
+}
+
+// errHelp reports that a command printed its help on request.
+var errHelp = errors.New("help requested")
+
+// usageError wraps err as bad input.
+func usageError(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+}
+
+// unwrapUsage drops the "usage: " prefix that errUsage adds to a message.
+func unwrapUsage(err error) string {
+	msg := err.Error()
+	const p = "usage: "
+	if len(msg) > len(p) && msg[:len(p)] == p {
+		return msg[len(p):]
+	}
+	return msg
+}

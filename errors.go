@@ -1,0 +1,78 @@
+package ringflake
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by this package. Test for them with [errors.Is]: the
+// returned errors wrap them with figures, usually as a [*ClockError].
+var (
+	// ErrInvalidConfig means an option, layout or ID part is out of range.
+	// The wrapping message names the value and the valid range.
+	ErrInvalidConfig = errors.New("ringflake: invalid configuration")
+
+	// ErrClockBeforeEpoch means the clock reads earlier than the layout's
+	// epoch, so no time field can be formed.
+	ErrClockBeforeEpoch = errors.New("ringflake: clock is before the layout's epoch")
+
+	// ErrTimeOverflow means the clock reads at or past the end of the
+	// layout's range (see [Layout.End]).
+	ErrTimeOverflow = errors.New("ringflake: time is past the end of the layout's range")
+
+	// ErrClockBehind means the clock was behind time already used (a step
+	// back, or the previous holder's mark of a leased machine ID), no spare
+	// sequence was left for it, and it did not catch up within MaxWait.
+	ErrClockBehind = errors.New("ringflake: clock is behind and no spare sequence is left")
+
+	// ErrSequenceExhausted means every sequence of the current tick was
+	// used and the clock did not reach the next tick within MaxWait: the
+	// clock is stalled, or a fake clock is frozen.
+	ErrSequenceExhausted = errors.New("ringflake: sequence exhausted and the clock did not advance")
+
+	// ErrLeaseLost means the generator's machine ID comes from a lease that
+	// it can no longer prove it holds, or that does not yet cover the
+	// current time, and that did not recover within MaxWait.
+	ErrLeaseLost = errors.New("ringflake: machine ID lease is not held")
+
+	// ErrClosed means [Generator.Close] was called, or the Generator was
+	// not made by [New].
+	ErrClosed = errors.New("ringflake: generator is closed")
+)
+
+// ClockError reports a failure caused by the clock, with the figures needed
+// to explain it in one log line. Unwrap returns one of the sentinel errors
+// above, so errors.Is(err, ErrClockBehind) works on a *ClockError.
+type ClockError struct {
+	// Err is the sentinel: ErrClockBeforeEpoch, ErrTimeOverflow,
+	// ErrClockBehind, ErrSequenceExhausted or ErrLeaseLost.
+	Err error
+	// Clock is the last clock reading.
+	Clock time.Time
+	// By is how far the clock was from usable time: how far before the
+	// epoch, past the end, or behind the time already used.
+	By time.Duration
+	// Waited is how long the call waited, in real elapsed time.
+	Waited time.Duration
+}
+
+// Error returns the sentinel's message followed by the figures.
+func (e *ClockError) Error() string {
+	switch e.Err {
+	case ErrClockBeforeEpoch:
+		return fmt.Sprintf("%v: clock %s is %v before it", e.Err, e.Clock.Format(time.RFC3339Nano), e.By)
+	case ErrTimeOverflow:
+		return fmt.Sprintf("%v: clock %s is %v past it", e.Err, e.Clock.Format(time.RFC3339Nano), e.By)
+	case ErrSequenceExhausted, ErrLeaseLost:
+		return fmt.Sprintf("%v: clock %s, waited %v", e.Err, e.Clock.Format(time.RFC3339Nano), e.Waited)
+	}
+	return fmt.Sprintf("%v: clock %s is %v behind, waited %v", e.Err, e.Clock.Format(time.RFC3339Nano), e.By, e.Waited)
+}
+
+// Unwrap returns the sentinel error.
+func (e *ClockError) Unwrap() error { return e.Err }
+
+func configErr(name string, value any, valid string) error {
+	return fmt.Errorf("%w: %s = %v; valid range %s", ErrInvalidConfig, name, value, valid)
+}

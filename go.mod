@@ -1,0 +1,3 @@
+module github.com/ringflake/ringflake
+
+go 1.25.0

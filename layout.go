@@ -1,0 +1,194 @@
+package ringflake
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+)
+
+// Layout describes how an ID's 63 usable bits are split and what its time
+// field counts. From the most significant bit down, an ID is a zero sign bit,
+// TimeBits of ticks since Epoch, MachineBits of machine ID and SequenceBits of
+// sequence:
+//
+//	 63  62 ........... M+S  M+S-1 ...... S  S-1 ........ 0
+//	+---+--------------------+---------------+--------------+
+//	| 0 |  ticks since Epoch |  machine ID   |   sequence   |
+//	+---+--------------------+---------------+--------------+
+//	      TimeBits             MachineBits     SequenceBits
+//
+// A Layout is a plain value: decoding an ID needs only the Layout it was made
+// with, never package state. The zero Layout is invalid; start from
+// [DefaultLayout]. A Layout is safe for concurrent use as long as nobody
+// writes to it.
+type Layout struct {
+	// TimeBits is the width of the time field, at least 1.
+	TimeBits int
+	// MachineBits is the width of the machine ID field, at least 0.
+	MachineBits int
+	// SequenceBits is the width of the per-tick sequence, at least 1.
+	// TimeBits+MachineBits+SequenceBits must be 63.
+	SequenceBits int
+	// Epoch is the instant of tick 0. It must lie within the years
+	// 1678..2262, where time.Time.UnixNano is defined.
+	Epoch time.Time
+	// Tick is the length of one time unit, at least 1ns.
+	Tick time.Duration
+}
+
+// Parts is an ID taken apart by [Layout.Decompose], or the input of
+// [Layout.Compose].
+type Parts struct {
+	// Time is Epoch + Ticks×Tick, in UTC. Compose ignores it.
+	Time time.Time
+	// Ticks is the raw time field: ticks since the epoch.
+	Ticks int64
+	// Machine is the machine ID field.
+	Machine int64
+	// Sequence is the sequence field.
+	Sequence int64
+}
+
+// defaultEpoch is 2024-01-01T00:00:00Z. With 41 bits of milliseconds the
+// default layout runs out in September 2093.
+var defaultEpoch = time.Date(2024, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultLayout returns the layout used when none is given: 41 bits of
+// milliseconds since 2024-01-01T00:00:00Z (good until 2093-09-06), 10 bits
+// of machine ID (0..1023) and 12 bits of sequence (4096 IDs per
+// millisecond). It is a function rather than a variable so that no package
+// state can change how IDs are made or read.
+func DefaultLayout() Layout {
+	return Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: defaultEpoch, Tick: time.Millisecond}
+}
+
+// Validate reports whether l can make and read IDs. It returns an error
+// wrapping [ErrInvalidConfig] that names the bad field, its value and the
+// valid range.
+func (l Layout) Validate() error {
+	switch {
+	case l.TimeBits < 1 || l.TimeBits > 62:
+		return configErr("Layout.TimeBits", l.TimeBits, "1..62")
+	case l.SequenceBits < 1 || l.SequenceBits > 62:
+		return configErr("Layout.SequenceBits", l.SequenceBits, "1..62")
+	case l.MachineBits < 0 || l.MachineBits > 61:
+		return configErr("Layout.MachineBits", l.MachineBits, "0..61")
+	case l.TimeBits+l.MachineBits+l.SequenceBits != 63:
+		return fmt.Errorf("%w: Layout bits %d+%d+%d = %d; want a sum of 63",
+			ErrInvalidConfig, l.TimeBits, l.MachineBits, l.SequenceBits,
+			l.TimeBits+l.MachineBits+l.SequenceBits)
+	case l.Tick <= 0:
+		return configErr("Layout.Tick", l.Tick, "at least 1ns")
+	case l.Epoch.Before(minEpoch) || l.Epoch.After(maxEpoch):
+		return configErr("Layout.Epoch", l.Epoch.Format(time.RFC3339Nano), "1678-01-01..2262-01-01")
+	}
+	return nil
+}
+
+var (
+	minEpoch = time.Date(1678, time.January, 1, 0, 0, 0, 0, time.UTC)
+	maxEpoch = time.Date(2262, time.January, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// MaxMachine returns the largest machine ID l can hold, 2^MachineBits-1.
+func (l Layout) MaxMachine() int64 { return int64(1)<<l.MachineBits - 1 }
+
+// MaxSequence returns the largest sequence l can hold, 2^SequenceBits-1.
+func (l Layout) MaxSequence() int64 { return int64(1)<<l.SequenceBits - 1 }
+
+// MaxTicks returns the last tick a generator with l can issue: the smaller of
+// 2^TimeBits-1 and the last tick whose offset from Epoch fits in a
+// time.Duration (about 292 years).
+func (l Layout) MaxTicks() int64 {
+	m := int64(1)<<l.TimeBits - 1
+	if l.Tick > 0 {
+		m = min(m, (math.MaxInt64-1)/int64(l.Tick))
+	}
+	return m
+}
+
+// End returns the first instant past the range of l: Epoch + (MaxTicks+1)×Tick.
+// A clock at or after End makes the generator fail with [ErrTimeOverflow].
+func (l Layout) End() time.Time { return l.timeOf(l.MaxTicks() + 1) }
+
+// ticksOf converts a clock reading to ticks since the epoch. It returns a
+// negative duration if t is before the epoch and ok=false if t is past the
+// layout's range; in both cases d says by how much.
+func (l Layout) ticksOf(t time.Time, maxTicks int64) (ticks int64, d time.Duration, ok bool) {
+	d = t.Sub(l.Epoch) // saturates at ±292 years, which MaxTicks stays below
+	if d < 0 {
+		return 0, d, false
+	}
+	ticks = int64(d / l.Tick)
+	if ticks > maxTicks || d == math.MaxInt64 {
+		return ticks, t.Sub(l.timeOf(maxTicks + 1)), false
+	}
+	return ticks, d, true
+}
+
+// timeOf returns Epoch + ticks×Tick in UTC, saturating instead of
+// overflowing for ticks a layout with huge spans can hold.
+func (l Layout) timeOf(ticks int64) time.Time {
+	if ticks < 0 || l.Tick <= 0 {
+		return l.Epoch.UTC()
+	}
+	hi, lo := bits.Mul64(uint64(ticks), uint64(l.Tick))
+	if hi >= 1e9 {
+		return maxTime
+	}
+	sec, nsec := bits.Div64(hi, lo, 1e9)
+	base := l.Epoch.Unix()
+	if sec > uint64(maxUnixSec-base) {
+		return maxTime
+	}
+	return time.Unix(base+int64(sec), int64(l.Epoch.Nanosecond())+int64(nsec)).UTC()
+}
+
+// maxUnixSec keeps time.Unix inside time.Time's own range.
+const maxUnixSec = math.MaxInt64 - 62135596800 - 1
+
+var maxTime = time.Unix(maxUnixSec, 999999999).UTC()
+
+// Decompose splits id into its fields under l. It never fails: the sign bit
+// is ignored, and an invalid layout yields the zero Parts. Decompose is safe
+// for concurrent use.
+func (l Layout) Decompose(id ID) Parts {
+	if l.Validate() != nil {
+		return Parts{}
+	}
+	v := uint64(id) &^ (1 << 63)
+	s, m := uint(l.SequenceBits), uint(l.MachineBits)
+	p := Parts{
+		Ticks:    int64(v >> (s + m)),
+		Machine:  int64(v>>s) & l.MaxMachine(),
+		Sequence: int64(v) & l.MaxSequence(),
+	}
+	p.Time = l.timeOf(p.Ticks)
+	return p
+}
+
+// Compose builds the ID with the given Ticks, Machine and Sequence under l;
+// p.Time is ignored. It returns an error wrapping [ErrInvalidConfig] if l is
+// invalid or a field is negative or too wide for its bits. Compose is safe
+// for concurrent use.
+func (l Layout) Compose(p Parts) (ID, error) {
+	if err := l.Validate(); err != nil {
+		return 0, err
+	}
+	switch {
+	case p.Ticks < 0 || p.Ticks > int64(1)<<l.TimeBits-1:
+		return 0, configErr("Parts.Ticks", p.Ticks, fmt.Sprintf("0..%d", int64(1)<<l.TimeBits-1))
+	case p.Machine < 0 || p.Machine > l.MaxMachine():
+		return 0, configErr("Parts.Machine", p.Machine, fmt.Sprintf("0..%d", l.MaxMachine()))
+	case p.Sequence < 0 || p.Sequence > l.MaxSequence():
+		return 0, configErr("Parts.Sequence", p.Sequence, fmt.Sprintf("0..%d", l.MaxSequence()))
+	}
+	return l.compose(p.Ticks, p.Machine, p.Sequence), nil
+}
+
+// compose packs fields already known to fit.
+func (l Layout) compose(ticks, machine, seq int64) ID {
+	s, m := uint(l.SequenceBits), uint(l.MachineBits)
+	return ID(ticks<<(s+m) | machine<<s | seq)
+}

@@ -1,0 +1,77 @@
+package ringflake
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// attach gets the machine ID from svc within timeout and, if svc is a
+// [machineid.Leaser], starts following its lease.
+func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	id, err := svc.MachineID(ctx)
+	leaser, leased := svc.(machineid.Leaser)
+	if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
+		err = configErr("machine ID from service", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
+	}
+	if err != nil {
+		if leased {
+			_ = leaser.Close() // nothing usable was acquired; the acquire error says more
+		}
+		return fmt.Errorf("ringflake: getting machine ID: %w", err)
+	}
+	if !leased {
+		g.state.Store(g.fixed(id))
+		return nil
+	}
+	g.leaser = leaser
+	g.state.Store(&machineState{machine: id}) // invalid until the first report
+	g.stopWatch = leaser.Watch(g.setLease)
+	return nil
+}
+
+// setLease turns a lease report into the state that claims check.
+//
+// Invariant: once Close has stored a closed state, nothing replaces it. The
+// CAS loop retries only when another writer (Close, or an earlier report
+// racing with this one) changed the state; re-reading the state keeps a
+// closed generator closed.
+func (g *Generator) setLease(l machineid.Lease) {
+	next := &machineState{
+		machine: l.ID,
+		valid:   l.Valid && l.ID >= 0 && l.ID <= g.layout.MaxMachine(),
+		b:       bounds{floor: -1, ceil: g.maxTicks},
+	}
+	if !l.After.IsZero() {
+		next.b.floor = g.tickAt(l.After)
+	}
+	if !l.Until.IsZero() {
+		next.b.ceil = g.tickAt(l.Until)
+	}
+	for {
+		old := g.state.Load()
+		if old != nil && old.closed {
+			return
+		}
+		if g.state.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// tickAt returns the tick containing t, clamped to -1 before the epoch and
+// to the last tick past the layout's range.
+func (g *Generator) tickAt(t time.Time) int64 {
+	ticks, d, ok := g.layout.ticksOf(t, g.maxTicks)
+	switch {
+	case ok:
+		return ticks
+	case d < 0:
+		return -1
+	}
+	return g.maxTicks
+}

@@ -1,0 +1,47 @@
+package machineid
+
+import (
+	"context"
+	"time"
+)
+
+// Service supplies a generator's machine ID. Every generator that mints IDs
+// in the same ID space must get a distinct ID from it.
+//
+// MachineID may do I/O and should honour ctx. Implementations must be safe
+// for concurrent use.
+type Service interface {
+	MachineID(ctx context.Context) (int64, error)
+}
+
+// Lease is the state of a machine ID held on a lease, as a [Leaser] reports
+// it to its watchers.
+type Lease struct {
+	// ID is the leased machine ID.
+	ID int64
+	// Valid reports whether the holder can still prove it holds ID. While it
+	// is false a generator issues no IDs.
+	Valid bool
+	// After is the previous holder's high-water mark: it may have issued IDs
+	// whose time is up to and including After, so this holder must only use
+	// later times. The zero Time means no constraint.
+	After time.Time
+	// Until is the high-water mark the lease store has confirmed for this
+	// holder: it must not issue IDs whose time is later than Until. Renewals
+	// raise it ahead of time. The zero Time means no limit.
+	Until time.Time
+}
+
+// Leaser is a [Service] that holds its ID on a lease which can be lost and
+// regained, and which limits the time range its holder may use. A generator
+// given a Leaser follows the lease through Watch and releases it on Close.
+type Leaser interface {
+	Service
+	// Watch calls fn with the current lease, before returning, and then
+	// after every change until stop is called. Calls to fn do not overlap,
+	// and fn must not block.
+	Watch(fn func(Lease)) (stop func())
+	// Close stops renewing and releases the lease. After Close, watchers
+	// see an invalid lease.
+	Close() error
+}

@@ -1,0 +1,99 @@
+package ringflake
+
+import "sync/atomic"
+
+// ring remembers, for every residue of the tick modulo the ring's size, the
+// last (tick, sequence) pair issued for a tick with that residue.
+//
+// A slot packs the pair as (tick+1)<<seqBits | sequence, so the zero value
+// means "nothing issued yet" and, because the tick sits above the sequence,
+// comparing two packed values compares the pairs lexicographically.
+//
+// Slots are not padded to cache lines: callers at the same instant share one
+// tick and so one slot, and padding would only multiply the ring's memory by
+// eight for the rare overlap at a tick boundary.
+type ring struct {
+	slots   []atomic.Uint64 // written only by claim's CAS; read by claim and stats
+	size    uint64          // len(slots), written once by newRing
+	seqBits uint            // written once by newRing
+	seqMask uint64          // 1<<seqBits - 1, written once by newRing
+}
+
+func newRing(size int, seqBits int) ring {
+	return ring{
+		slots:   make([]atomic.Uint64, size),
+		size:    uint64(size),
+		seqBits: uint(seqBits),
+		seqMask: 1<<uint(seqBits) - 1,
+	}
+}
+
+// bounds limit the ticks a claim may issue: floor < tick <= ceil. Without a
+// lease, floor is -1 and ceil is the layout's last tick.
+type bounds struct {
+	floor, ceil int64
+}
+
+// claimStatus says why a claim did not issue.
+type claimStatus uint8
+
+const (
+	claimed     claimStatus = iota
+	exhausted               // the slot's tick has no sequence left
+	belowFloor              // the tick to issue is at or below bounds.floor
+	aboveCeil               // the tick to issue is above bounds.ceil
+	statusCount             // number of statuses, for counters
+)
+
+// claim issues up to n sequence numbers, all in one tick, for a clock that
+// reads tick. On success it returns that tick, the first sequence and how
+// many it issued (1..n). On failure it returns the status and the tick the
+// slot would have issued from. n must be at least 1.
+//
+// Invariant: for each slot, every successful CAS replaces the packed value
+// with a strictly larger one, and the pairs it issues are exactly those
+// between the old value (exclusive) and the new value (inclusive). A tick is
+// only ever issued through the slot of its residue, so two issues of the same
+// (tick, sequence) would need one slot to pass the same value twice, which a
+// strictly increasing value cannot do. This holds whatever the clock says:
+//
+//   - slot older than tick (or empty): start tick at sequence 0. The slot has
+//     never held tick, since its value only grows, so tick is unused.
+//   - slot equal to tick: continue its sequence (normal operation, and a step
+//     back shorter than the ring to a tick that was used).
+//   - slot newer than tick: the clock stepped back by at least the ring's
+//     span; continue the newer tick's sequence. Those IDs carry a tick the
+//     clock has already shown, never a future one.
+//
+// A failed CAS means another caller moved the slot forward; the decision is
+// made again from the newer value, so the invariant still holds. The loop is
+// bounded: each retry follows someone else's success in this slot, and after
+// at most 2^seqBits of those the slot reports exhausted.
+//
+// Taking a mutex here would also be correct, but would serialize callers of
+// different ticks and make a step back wait on the lock, as sonyflake does.
+func (r *ring) claim(tick int64, n uint64, b bounds) (t int64, seq, got uint64, st claimStatus) {
+	slot := &r.slots[uint64(tick)%r.size]
+	fresh := uint64(tick+1) << r.seqBits
+	for {
+		old := slot.Load()
+		first := fresh
+		if old >= fresh {
+			if old&r.seqMask == r.seqMask {
+				return int64(old>>r.seqBits) - 1, 0, 0, exhausted
+			}
+			first = old + 1
+		}
+		got = min(n, r.seqMask-first&r.seqMask+1)
+		t = int64(first>>r.seqBits) - 1
+		switch {
+		case t <= b.floor:
+			return t, 0, 0, belowFloor
+		case t > b.ceil:
+			return t, 0, 0, aboveCeil
+		}
+		if slot.CompareAndSwap(old, first+got-1) {
+			return t, first & r.seqMask, got, claimed
+		}
+	}
+}
