@@ -233,14 +233,17 @@ type waiter struct {
 // whatever budget is left instead of failing at once, for conditions that
 // may clear before the clock says so (a lease renewal).
 func (w *waiter) wait(ctx context.Context, g *Generator, need time.Duration, fail *ClockError, partial bool) error {
-	if w.start.IsZero() {
-		w.start = time.Now()
+	var elapsed time.Duration
+	if !w.start.IsZero() {
+		elapsed = time.Since(w.start)
 	}
-	elapsed := time.Since(w.start)
 	left := g.maxWait - elapsed
 	if need > left && (!partial || left <= 0) {
 		fail.Waited = elapsed
 		return fail
+	}
+	if w.start.IsZero() {
+		w.start = time.Now()
 	}
 	return sleep(ctx, max(min(need, left), 0))
 }

@@ -1,0 +1,89 @@
+// Package ringflake generates unique 64-bit IDs in the Snowflake style,
+// without locks, and keeps generating them when the wall clock steps back.
+//
+// # Bit layout
+//
+// An [ID] is a positive int64. With [DefaultLayout]:
+//
+//	 bit 63 62                        22 21          12 11           0
+//	+------+----------------------------+--------------+--------------+
+//	|  0   | 41 bits: ms since 2024-01-01| 10 bits:     | 12 bits:     |
+//	|      | 00:00:00 UTC (to 2093)      | machine ID   | sequence     |
+//	+------+----------------------------+--------------+--------------+
+//
+// Any split with at least one bit of time and of sequence works (see
+// [Layout]); small layouts make exhaustion easy to reach in tests. Decode
+// IDs with the Layout they were made with: [Layout.Decompose].
+//
+// # The ring
+//
+// A [Generator] keeps a ring of N atomic 64-bit slots (N = 4096 by default,
+// [WithRingSize]). The slot for tick t is t mod N, and it holds the last
+// (tick, sequence) pair issued for any tick with that residue, packed so
+// that comparing two slot values compares the pairs. Issuing an ID is one
+// clock read and one compare-and-swap on the slot:
+//
+//   - slot older than t, or empty: the slot becomes (t, 0);
+//   - slot at t: its sequence goes up by one;
+//   - slot newer than t (the clock went back by at least N ticks): the
+//     newer tick's sequence goes up by one.
+//
+// Uniqueness rests on one invariant: every successful CAS makes its slot's
+// value strictly larger, and the ID issued is the new value (with the
+// machine ID). Each tick is only ever issued through the slot of its
+// residue, so the same (tick, sequence) would need one slot to hold the
+// same value twice, which a strictly increasing value cannot do. Nothing in
+// the argument depends on what the clock says, which is why the generator
+// stays correct under any sequence of clock readings and any number of
+// concurrent callers.
+//
+// # Clock rollback policy
+//
+// The default clock is the wall clock (time.Now), so IDs carry real time
+// and a step of the wall clock is seen. What happens when it steps back by
+// d:
+//
+//   - d shorter than the ring's span (N × Tick): each tick the clock shows
+//     again still has its slot. Ticks that were never used start fresh;
+//     ticks that were used continue their sequence where it stopped. IDs
+//     carry the clock's time. No call fails while spare sequence is left.
+//   - d longer than the span: the slot of the tick the clock shows holds a
+//     later tick (one the clock showed before the step), and IDs continue
+//     that tick's sequence, so they carry a time up to d ahead of the clock
+//     but never beyond the latest time the clock ever showed. Spare space
+//     during such a step is at most N × 2^SequenceBits IDs.
+//   - spare sequence used up: the call waits, in real time, for the clock
+//     to reach the next tick, whose slot may have spare space, and retries.
+//     If MaxWait ([WithMaxWait], default [DefaultMaxWait]) passes first, it
+//     returns a [*ClockError] wrapping [ErrClockBehind] that says how far
+//     behind the clock was and how long the call waited.
+//
+// Forward jumps need nothing: new ticks start fresh. A clock before the
+// layout's epoch or past its end fails at once ([ErrClockBeforeEpoch],
+// [ErrTimeOverflow]). With a non-decreasing clock, the IDs one goroutine
+// receives strictly increase.
+//
+// The ring protects one process. A process that restarts while its clock
+// is behind the time it used before its restart could reissue IDs; a
+// leased machine ID ([WithMachineIDService] with a [machineid.Leaser],
+// such as package machineid_redis) closes that gap by recording how far
+// each machine ID may have issued.
+//
+// # Concurrency
+//
+// A Generator is safe for concurrent use. Issuing takes no lock: a clock
+// read, an atomic load of the machine state and a CAS loop that retries
+// only when another caller won the same slot. A Layout and an ID are plain
+// values.
+//
+// # What may block, and for how long
+//
+// NextID waits only when its tick has no sequence left, when the clock is
+// behind with no spare sequence, or when a leased machine ID is not
+// confirmed. It sleeps (it does not spin) and never waits longer than
+// MaxWait in total, measured with the monotonic clock, so neither an
+// injected frozen clock nor a wall-clock step can stretch it. With
+// MaxWait 0 it never waits. [Generator.NextIDContext] also returns when
+// its context is done. [New] blocks only with [WithMachineIDService], for at
+// most the acquire timeout ([WithAcquireTimeout]).
+package ringflake

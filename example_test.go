@@ -1,0 +1,128 @@
+package ringflake_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ringflake/ringflake"
+)
+
+func ExampleNew() {
+	g, err := ringflake.New(ringflake.WithMachineID(42))
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+	id, err := g.NextID()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(id > 0, g.Layout().Decompose(id).Machine)
+	// Output: true 42
+}
+
+func ExampleNew_invalid() {
+	_, err := ringflake.New(ringflake.WithMachineID(5000))
+	fmt.Println(errors.Is(err, ringflake.ErrInvalidConfig))
+	fmt.Println(err)
+	// Output:
+	// true
+	// ringflake: invalid configuration: machine ID = 5000; valid range 0..1023
+}
+
+func ExampleGenerator_NextID() {
+	// A fixed clock makes the output repeatable; real code uses the default.
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, _ := ringflake.New(ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return now }))
+	for range 3 {
+		id, _ := g.NextID()
+		fmt.Println(id)
+	}
+	// Output:
+	// 382862780006428672
+	// 382862780006428673
+	// 382862780006428674
+}
+
+func ExampleGenerator_NextIDContext() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	g, _ := ringflake.New(ringflake.WithMachineID(1))
+	id, err := g.NextIDContext(ctx)
+	fmt.Println(id > 0, err)
+	// Output: true <nil>
+}
+
+// A clock that steps back keeps getting IDs: the ring still holds the
+// sequence each recent tick reached.
+func ExampleGenerator_stepBack() {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	g, _ := ringflake.New(ringflake.WithClock(clock))
+	a, _ := g.NextID()
+	now = now.Add(-200 * time.Millisecond) // an NTP step back
+	b, _ := g.NextID()
+	now = now.Add(200 * time.Millisecond) // back where it was
+	c, _ := g.NextID()
+	l := g.Layout()
+	for _, id := range []ringflake.ID{a, b, c} {
+		p := l.Decompose(id)
+		fmt.Println(p.Time.Format("15:04:05.000"), p.Sequence)
+	}
+	// Output:
+	// 12:00:00.000 0
+	// 11:59:59.800 0
+	// 12:00:00.000 1
+}
+
+func ExampleDefaultLayout() {
+	l := ringflake.DefaultLayout()
+	fmt.Println(l.TimeBits, l.MachineBits, l.SequenceBits, l.Tick)
+	fmt.Println(l.Epoch.Format(time.RFC3339), l.End().Format(time.RFC3339))
+	// Output:
+	// 41 10 12 1ms
+	// 2024-01-01T00:00:00Z 2093-09-06T15:47:35Z
+}
+
+func ExampleLayout_Decompose() {
+	p := ringflake.DefaultLayout().Decompose(382862780006428673)
+	fmt.Println(p.Time.Format(time.RFC3339Nano), p.Machine, p.Sequence)
+	// Output: 2026-11-22T12:00:00Z 7 1
+}
+
+func ExampleLayout_Compose() {
+	l := ringflake.DefaultLayout()
+	id, err := l.Compose(ringflake.Parts{Ticks: 91281600000, Machine: 7, Sequence: 1})
+	fmt.Println(id, err)
+	_, err = l.Compose(ringflake.Parts{Machine: 1024})
+	fmt.Println(err)
+	// Output:
+	// 382862780006428673 <nil>
+	// ringflake: invalid configuration: Parts.Machine = 1024; valid range 0..1023
+}
+
+func ExampleLayout_Validate() {
+	l := ringflake.Layout{TimeBits: 39, MachineBits: 8, SequenceBits: 16, Epoch: time.Unix(0, 0), Tick: 10 * time.Millisecond}
+	fmt.Println(l.Validate(), l.MaxMachine(), l.MaxSequence())
+	// Output: <nil> 255 65535
+}
+
+func ExampleWithMaxWait() {
+	// With MaxWait 0 a call never waits: a full tick is an error at once.
+	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tiny := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: frozen, Tick: time.Millisecond}
+	g, _ := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithMaxWait(0),
+		ringflake.WithClock(func() time.Time { return frozen }))
+	for range 5 {
+		_, err := g.NextID()
+		fmt.Println(err)
+	}
+	// Output:
+	// <nil>
+	// <nil>
+	// <nil>
+	// <nil>
+	// ringflake: sequence exhausted and the clock did not advance: clock 2026-01-01T00:00:00Z, waited 0s
+}
