@@ -15,12 +15,20 @@ import (
 //
 // Make a Generator with [New]; the zero value returns [ErrClosed].
 type Generator struct {
-	ring     ring
-	state    atomic.Pointer[machineState] // replaced by New, the lease watcher and Close; read by every issue
-	clock    func() time.Time             // written once by New
-	layout   Layout                       // written once by New
-	maxTicks int64                        // layout.MaxTicks(), written once by New
-	maxWait  time.Duration                // written once by New
+	ring   ring
+	state  atomic.Pointer[machineState] // replaced by New, the lease watcher and Close; read by every issue
+	latest atomic.Int64                 // the latest tick the clock has shown; raised by observe
+	stats  counters
+
+	clock     func() time.Time // the injected clock, or nil for wall; written once by New
+	wall      *wallClock       // the default clock, or nil; written once by New
+	epochNano int64            // layout.Epoch.UnixNano(), written once by New
+	layout    Layout           // written once by New
+	maxTicks  int64            // layout.MaxTicks(), written once by New
+	recip     uint64           // reciprocal(layout.Tick), written once by New
+	maxWait   time.Duration    // written once by New
+	events    *events          // nil without WithEvents; written once by New
+	ticks     tickWait         // shares one sleeper among callers waiting for a tick
 
 	leaser    machineid.Leaser // nil unless the machine ID is leased
 	stopWatch func()           // stops the lease watch; nil unless leased
@@ -36,6 +44,7 @@ type machineState struct {
 	b       bounds
 	valid   bool // false while a lease is lost, and after Close
 	closed  bool
+	pending bool // a leased generator before the lease's first report
 }
 
 // New returns a Generator configured by opts. It returns an error wrapping
@@ -56,14 +65,20 @@ func New(opts ...Option) (*Generator, error) {
 		return nil, err
 	}
 	g := &Generator{
-		ring:     newRing(c.ringSize, c.layout.SequenceBits),
-		clock:    c.clock,
-		layout:   c.layout,
-		maxTicks: c.layout.MaxTicks(),
-		maxWait:  c.maxWait,
+		clock:     c.clock,
+		epochNano: c.layout.Epoch.UnixNano(),
+		layout:    c.layout,
+		maxTicks:  c.layout.MaxTicks(),
+		recip:     reciprocal(c.layout.Tick),
+		maxWait:   c.maxWait,
 	}
+	g.ring.init(c.ringSize, c.layout.SequenceBits)
+	g.latest.Store(-1)
 	if g.clock == nil {
-		g.clock = time.Now
+		g.wall = newWallClock()
+	}
+	if c.events != nil {
+		g.events = &events{fn: c.events, interval: c.eventInterval, longWait: c.longWait, born: time.Now()}
 	}
 	if c.service == nil {
 		g.state.Store(g.fixed(c.machineID))
@@ -87,9 +102,39 @@ func (g *Generator) fixed(machine int64) *machineState {
 // [ErrSequenceExhausted] or [ErrLeaseLost], or [ErrClosed]. NextID is safe
 // for concurrent use and does not allocate unless it fails.
 func (g *Generator) NextID() (ID, error) {
+	if id, ok := g.fast(); ok {
+		return id, nil
+	}
 	var id [1]ID
 	_, err := g.fill(nil, id[:])
 	return id[0], err
+}
+
+// fast is the common case of NextID with nothing in the way: the default
+// clock, a tick in range, no step back, a valid machine state and a slot
+// with room. Anything else returns false and goes the full way round, which
+// reads the clock again; fast has issued nothing in that case.
+func (g *Generator) fast() (ID, bool) {
+	if g == nil || g.wall == nil {
+		return 0, false
+	}
+	d := subSat(g.wall.unixNano(), g.epochNano)
+	ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
+	if !ok || ticks < g.latest.Load() {
+		return 0, false
+	}
+	if ticks > g.latest.Load() {
+		g.observe(ticks)
+	}
+	st := g.state.Load()
+	if !st.valid {
+		return 0, false
+	}
+	t, seq, _, cs := g.ring.claim(ticks, 1, st.b)
+	if cs != claimed || g.state.Load() != st {
+		return 0, false
+	}
+	return g.layout.compose(t, st.machine, int64(seq)), true
 }
 
 // NextIDContext is NextID with a context: a wait also ends when ctx is
@@ -98,6 +143,20 @@ func (g *Generator) NextIDContext(ctx context.Context) (ID, error) {
 	var id [1]ID
 	_, err := g.fill(ctx, id[:])
 	return id[0], err
+}
+
+// NextN fills dst with new IDs and returns how many it issued, len(dst)
+// unless it fails. IDs of one tick are claimed with one CAS, so a batch costs
+// little more than a single ID. It keeps every guarantee of NextID, and
+// MaxWait bounds the whole call's waiting. On failure it returns the IDs
+// issued so far (dst[:n]) and the error NextID would have returned.
+func (g *Generator) NextN(dst []ID) (int, error) {
+	return g.fill(nil, dst)
+}
+
+// NextNContext is NextN with a context, as NextIDContext is to NextID.
+func (g *Generator) NextNContext(ctx context.Context, dst []ID) (int, error) {
+	return g.fill(ctx, dst)
 }
 
 // MachineID returns the machine ID the generator issues with now. With a
@@ -127,7 +186,7 @@ func (g *Generator) Layout() Layout {
 // ID is leased, Close releases the lease and returns the service's error.
 // Close is safe for concurrent use and to call more than once.
 func (g *Generator) Close() error {
-	if g == nil || g.clock == nil {
+	if g == nil || g.clock == nil && g.wall == nil {
 		return nil
 	}
 	g.closeOnce.Do(func() {
@@ -144,67 +203,92 @@ func (g *Generator) Close() error {
 
 // fill issues len(dst) IDs, or as many as it can before the first failure,
 // which it returns with the count. All IDs from one claim share one tick.
-func (g *Generator) fill(ctx context.Context, dst []ID) (int, error) {
-	if g == nil || g.clock == nil {
+func (g *Generator) fill(ctx context.Context, dst []ID) (n int, err error) {
+	if g == nil || g.clock == nil && g.wall == nil {
 		return 0, ErrClosed
 	}
 	var w waiter
-	n := 0
-	for n < len(dst) {
-		now := g.clock()
-		ticks, d, ok := g.layout.ticksOf(now, g.maxTicks)
-		if !ok {
-			return n, g.rangeError(now, d)
-		}
-		st := g.state.Load()
-		if !st.valid {
-			if st.closed {
-				return n, ErrClosed
-			}
-			if err := w.wait(ctx, g, leasePoll(g.layout.Tick), &ClockError{Err: ErrLeaseLost, Clock: now}, true); err != nil {
-				return n, err
-			}
-			continue
-		}
-		t, seq, got, cs := g.ring.claim(ticks, uint64(len(dst)-n), st.b)
-		if cs == claimed {
-			// A lease change between the load and the CAS may have made
-			// st.machine someone else's; the claimed sequences are then
-			// dropped, which costs space but never uniqueness.
-			if g.state.Load() != st {
-				continue
-			}
-			for i := uint64(0); i < got; i++ {
-				dst[n] = g.layout.compose(t, st.machine, int64(seq+i))
-				n++
-			}
-			continue
-		}
-		need, cerr := g.plan(cs, now, ticks, d, t, st.b)
-		if err := w.wait(ctx, g, need, cerr, cs == aboveCeil); err != nil {
-			return n, err
-		}
+	for n < len(dst) && err == nil {
+		n, err = g.step(ctx, &w, dst, n)
+	}
+	if !w.start.IsZero() {
+		g.waited(w.elapsed())
+	}
+	if err != nil {
+		return n, g.count(err)
 	}
 	return n, nil
 }
 
+// step reads the clock once and either issues into dst[n:] or waits; it
+// returns the new count and an error that ends the call.
+func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, error) {
+	r, d := g.read()
+	ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
+	if !ok {
+		return n, g.rangeError(r.time(), d)
+	}
+	behind := g.observe(ticks)
+	st := g.state.Load()
+	if !st.valid {
+		if st.closed {
+			return n, ErrClosed
+		}
+		return n, g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st.b)
+	}
+	t, seq, got, cs := g.ring.claim(ticks, uint64(len(dst)-n), st.b)
+	if cs != claimed {
+		return n, g.pause(ctx, w, cs, r, ticks, d, t, st.b)
+	}
+	// A lease change between the load and the CAS may have made st.machine
+	// someone else's; the claimed sequences are then dropped, which costs
+	// space but never uniqueness.
+	if g.state.Load() != st {
+		return n, nil
+	}
+	if behind {
+		g.stats.spare.Add(got)
+	}
+	for i := range got {
+		dst[n] = g.layout.compose(t, st.machine, int64(seq+i))
+		n++
+	}
+	return n, nil
+}
+
+// pause waits for a failed claim's condition to clear, within the call's
+// MaxWait, or returns the error that explains why it cannot.
+func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, b bounds) error {
+	need, fail := g.plan(cs, ticks, d, t, b)
+	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
+	if err != nil {
+		fail.Clock = r.time()
+		return err
+	}
+	if cs == exhausted {
+		return g.ticks.wait(ctx, ticks+1, sleepFor, w.start.Add(g.maxWait))
+	}
+	return sleep(ctx, sleepFor)
+}
+
 // plan says how long to wait, by the generator's clock, before a claim that
 // failed with cs can succeed, and the error to return if waiting is not
-// allowed. d is now's offset from the epoch and t the tick the claim tried.
-func (g *Generator) plan(cs claimStatus, now time.Time, ticks int64, d time.Duration, t int64, b bounds) (time.Duration, *ClockError) {
+// allowed. d is the reading's offset from the epoch and t the tick the
+// claim tried.
+func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, b bounds) (time.Duration, *ClockError) {
 	tick := g.layout.Tick
 	switch cs {
 	case exhausted:
 		need := time.Duration(ticks+1)*tick - d
 		if t > ticks {
-			return need, &ClockError{Err: ErrClockBehind, Clock: now, By: time.Duration(t)*tick - d}
+			return need, &ClockError{Err: ErrClockBehind, By: time.Duration(t)*tick - d}
 		}
-		return need, &ClockError{Err: ErrSequenceExhausted, Clock: now}
+		return need, &ClockError{Err: ErrSequenceExhausted}
 	case belowFloor:
 		need := time.Duration(b.floor+1)*tick - d
-		return need, &ClockError{Err: ErrClockBehind, Clock: now, By: need}
-	default: // aboveCeil: the lease has not been renewed far enough yet
-		return leasePoll(tick), &ClockError{Err: ErrLeaseLost, Clock: now}
+		return need, &ClockError{Err: ErrClockBehind, By: need}
+	default: // aboveCeil, or no valid lease: wait for the lease to be renewed
+		return leasePoll(tick), &ClockError{Err: ErrLeaseLost}
 	}
 }
 
@@ -213,54 +297,11 @@ func leasePoll(tick time.Duration) time.Duration {
 	return min(max(tick, time.Millisecond), 10*time.Millisecond)
 }
 
-// rangeError explains a clock reading outside the layout's range.
+// rangeError explains a clock reading outside the layout's range; d is its
+// offset from the epoch.
 func (g *Generator) rangeError(now time.Time, d time.Duration) error {
 	if d < 0 {
 		return &ClockError{Err: ErrClockBeforeEpoch, Clock: now, By: -d}
 	}
-	return &ClockError{Err: ErrTimeOverflow, Clock: now, By: d}
-}
-
-// waiter bounds one call's waiting by real elapsed time, measured with the
-// monotonic clock so that neither an injected clock nor a wall-clock step can
-// stretch it.
-type waiter struct {
-	start time.Time // set at the first wait
-}
-
-// wait sleeps for need unless that would exceed the generator's MaxWait, in
-// which case it returns fail with Waited filled in. With partial, it sleeps
-// whatever budget is left instead of failing at once, for conditions that
-// may clear before the clock says so (a lease renewal).
-func (w *waiter) wait(ctx context.Context, g *Generator, need time.Duration, fail *ClockError, partial bool) error {
-	var elapsed time.Duration
-	if !w.start.IsZero() {
-		elapsed = time.Since(w.start)
-	}
-	left := g.maxWait - elapsed
-	if need > left && (!partial || left <= 0) {
-		fail.Waited = elapsed
-		return fail
-	}
-	if w.start.IsZero() {
-		w.start = time.Now()
-	}
-	return sleep(ctx, max(min(need, left), 0))
-}
-
-// sleep pauses for d, or until ctx is done. A context that can never be done
-// takes the allocation-free path.
-func sleep(ctx context.Context, d time.Duration) error {
-	if ctx == nil || ctx.Done() == nil {
-		time.Sleep(d)
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return &ClockError{Err: ErrTimeOverflow, Clock: now, By: now.Sub(g.layout.End())}
 }

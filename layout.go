@@ -112,19 +112,32 @@ func (l Layout) MaxTicks() int64 {
 // A clock at or after End makes the generator fail with [ErrTimeOverflow].
 func (l Layout) End() time.Time { return l.timeOf(l.MaxTicks() + 1) }
 
-// ticksOf converts a clock reading to ticks since the epoch. It returns a
-// negative duration if t is before the epoch and ok=false if t is past the
-// layout's range; in both cases d says by how much.
-func (l Layout) ticksOf(t time.Time, maxTicks int64) (ticks int64, d time.Duration, ok bool) {
-	d = t.Sub(l.Epoch) // saturates at ±292 years, which MaxTicks stays below
-	if d < 0 {
-		return 0, d, false
+// ticksAt converts an offset from the epoch, as returned by time.Time.Sub,
+// to ticks. ok is false if d is negative (before the epoch) or at or past
+// the end of the range: past maxTicks, or saturated. recip is
+// reciprocal(l.Tick).
+func (l Layout) ticksAt(d time.Duration, maxTicks int64, recip uint64) (ticks int64, ok bool) {
+	if d < 0 || d == math.MaxInt64 {
+		return 0, false
 	}
-	ticks = int64(d / l.Tick)
-	if ticks > maxTicks || d == math.MaxInt64 {
-		return ticks, t.Sub(l.timeOf(maxTicks + 1)), false
+	ticks = int64(divide(uint64(d), uint64(l.Tick), recip))
+	return ticks, ticks <= maxTicks
+}
+
+// reciprocal returns floor((2^64-1)/t) for divide; t must be positive.
+func reciprocal(t time.Duration) uint64 { return ^uint64(0) / uint64(t) }
+
+// divide returns x/t for x < 2^63 using recip = reciprocal(t): a multiply
+// in place of a 64-bit division, which costs several times more and sits
+// on the path of every ID. The estimate hi(x×recip) is at most one below
+// x/t (recip is within 1 of 2^64/t and x < 2^63), so one correction makes
+// it exact.
+func divide(x, t, recip uint64) uint64 {
+	q, _ := bits.Mul64(x, recip)
+	if x-q*t >= t {
+		q++
 	}
-	return ticks, d, true
+	return q
 }
 
 // timeOf returns Epoch + ticks×Tick in UTC, saturating instead of

@@ -29,7 +29,7 @@ func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
 		return nil
 	}
 	g.leaser = leaser
-	g.state.Store(&machineState{machine: id}) // invalid until the first report
+	g.state.Store(&machineState{machine: id, pending: true}) // invalid until the first report
 	g.stopWatch = leaser.Watch(g.setLease)
 	return nil
 }
@@ -58,6 +58,12 @@ func (g *Generator) setLease(l machineid.Lease) {
 			return
 		}
 		if g.state.CompareAndSwap(old, next) {
+			switch {
+			case old != nil && old.valid && !next.valid:
+				g.emit(Event{Kind: EventLeaseLost, Machine: old.machine})
+			case old != nil && !old.valid && !old.pending && next.valid:
+				g.emit(Event{Kind: EventLeaseRegained, Machine: next.machine})
+			}
 			return
 		}
 	}
@@ -66,7 +72,8 @@ func (g *Generator) setLease(l machineid.Lease) {
 // tickAt returns the tick containing t, clamped to -1 before the epoch and
 // to the last tick past the layout's range.
 func (g *Generator) tickAt(t time.Time) int64 {
-	ticks, d, ok := g.layout.ticksOf(t, g.maxTicks)
+	d := t.Sub(g.layout.Epoch)
+	ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
 	switch {
 	case ok:
 		return ticks

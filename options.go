@@ -43,6 +43,10 @@ type config struct {
 	ringSize       int
 	maxWait        time.Duration
 	acquireTimeout time.Duration
+	events         func(Event)
+	eventsSet      bool
+	eventInterval  time.Duration
+	longWait       time.Duration
 }
 
 func defaultConfig() config {
@@ -51,6 +55,8 @@ func defaultConfig() config {
 		ringSize:       DefaultRingSize,
 		maxWait:        DefaultMaxWait,
 		acquireTimeout: DefaultAcquireTimeout,
+		eventInterval:  DefaultEventInterval,
+		longWait:       DefaultLongWait,
 	}
 }
 
@@ -123,6 +129,12 @@ func (c *config) validate() error {
 		return configErr("machine ID", c.machineID, fmt.Sprintf("0..%d", c.layout.MaxMachine()))
 	case c.service != nil && c.acquireTimeout <= 0:
 		return configErr("acquire timeout", c.acquireTimeout, "more than 0")
+	case c.eventsSet && c.events == nil:
+		return configErr("events func", "nil", "a non-nil func")
+	case c.eventInterval <= 0:
+		return configErr("event interval", c.eventInterval, "more than 0")
+	case c.longWait <= 0:
+		return configErr("long wait", c.longWait, "more than 0")
 	}
 	return nil
 }

@@ -14,18 +14,31 @@ import "sync/atomic"
 // eight for the rare overlap at a tick boundary.
 type ring struct {
 	slots   []atomic.Uint64 // written only by claim's CAS; read by claim and stats
-	size    uint64          // len(slots), written once by newRing
-	seqBits uint            // written once by newRing
-	seqMask uint64          // 1<<seqBits - 1, written once by newRing
+	size    uint64          // len(slots), written once by init
+	mask    uint64          // size-1 if size is a power of two, else 0; written once by init
+	seqBits uint            // written once by init
+	seqMask uint64          // 1<<seqBits - 1, written once by init
+	retired atomic.Uint64   // IDs issued for ticks whose slots were since reused; added to by claim
 }
 
-func newRing(size int, seqBits int) ring {
-	return ring{
-		slots:   make([]atomic.Uint64, size),
-		size:    uint64(size),
-		seqBits: uint(seqBits),
-		seqMask: 1<<uint(seqBits) - 1,
+// init sets up an empty ring of size slots for seqBits of sequence.
+func (r *ring) init(size int, seqBits int) {
+	r.slots = make([]atomic.Uint64, size)
+	r.size = uint64(size)
+	r.seqBits = uint(seqBits)
+	r.seqMask = 1<<uint(seqBits) - 1
+	if size&(size-1) == 0 {
+		r.mask = uint64(size - 1)
 	}
+}
+
+// slot returns the slot of tick. A power-of-two ring (the default) masks
+// instead of dividing.
+func (r *ring) slot(tick int64) *atomic.Uint64 {
+	if r.mask != 0 || r.size == 1 {
+		return &r.slots[uint64(tick)&r.mask]
+	}
+	return &r.slots[uint64(tick)%r.size]
 }
 
 // bounds limit the ticks a claim may issue: floor < tick <= ceil. Without a
@@ -73,7 +86,7 @@ const (
 // Taking a mutex here would also be correct, but would serialize callers of
 // different ticks and make a step back wait on the lock, as sonyflake does.
 func (r *ring) claim(tick int64, n uint64, b bounds) (t int64, seq, got uint64, st claimStatus) {
-	slot := &r.slots[uint64(tick)%r.size]
+	slot := r.slot(tick)
 	fresh := uint64(tick+1) << r.seqBits
 	for {
 		old := slot.Load()
@@ -93,7 +106,23 @@ func (r *ring) claim(tick int64, n uint64, b bounds) (t int64, seq, got uint64, 
 			return t, 0, 0, aboveCeil
 		}
 		if slot.CompareAndSwap(old, first+got-1) {
+			if first == fresh && old != 0 {
+				r.retired.Add(old&r.seqMask + 1) // once per tick per slot, off the common path
+			}
 			return t, first & r.seqMask, got, claimed
 		}
 	}
+}
+
+// issued counts the IDs the ring has issued: those of retired ticks plus,
+// for each slot in use, its last sequence + 1 (a slot's sequences are issued
+// from 0 up without gaps).
+func (r *ring) issued() uint64 {
+	n := r.retired.Load()
+	for i := range r.slots {
+		if v := r.slots[i].Load(); v != 0 {
+			n += v&r.seqMask + 1
+		}
+	}
+	return n
 }

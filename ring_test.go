@@ -13,7 +13,7 @@ var open = bounds{floor: -1, ceil: 1<<62 - 1}
 
 func TestRingSlotEncoding(t *testing.T) {
 	t.Parallel()
-	r := newRing(4, 3) // 8 sequences per tick
+	r := newTestRing(4, 3) // 8 sequences per tick
 	tests := []struct {
 		name      string
 		tick      int64
@@ -26,7 +26,7 @@ func TestRingSlotEncoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRing(4, 3)
+			r := newTestRing(4, 3)
 			slot := &r.slots[uint64(tt.tick)%r.size]
 			if tt.seq > 0 {
 				slot.Store(uint64(tt.tick+1)<<3 | (tt.seq - 1))
@@ -47,7 +47,7 @@ func TestRingSlotEncoding(t *testing.T) {
 // tick 0 with machine 0 it issued ID 0 twice. The packed (tick+1) avoids it.
 func TestRingTickZeroIsNotReissued(t *testing.T) {
 	t.Parallel()
-	r := newRing(1, 2)
+	r := newTestRing(1, 2)
 	var got []uint64
 	for {
 		tick, seq, _, st := r.claim(0, 1, open)
@@ -125,7 +125,7 @@ func TestRingClaimBranches(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRing(tt.size, 2)
+			r := newTestRing(tt.size, 2)
 			for i, s := range tt.steps {
 				tick, seq, n, st := r.claim(s.tick, s.n, tt.b)
 				require.Equalf(t, s.want, st, "step %d: claim(%d) status", i, s.tick)
@@ -144,7 +144,7 @@ func TestRingClaimBranches(t *testing.T) {
 func TestRingConcurrentClaimsOneSlot(t *testing.T) {
 	t.Parallel()
 	const goroutines, seqBits = 16, 10
-	r := newRing(3, seqBits)
+	r := newTestRing(3, seqBits)
 	results := make([][]uint64, goroutines)
 	var g errgroup.Group
 	for i := range goroutines {
@@ -176,7 +176,7 @@ func TestRingConcurrentClaimsOneSlot(t *testing.T) {
 // ring never wraps into another tick's space.
 func TestRingFrozenClock(t *testing.T) {
 	t.Parallel()
-	r := newRing(2, 3)
+	r := newTestRing(2, 3)
 	for i := range 8 {
 		_, seq, _, st := r.claim(41, 1, open)
 		require.Equal(t, claimed, st)
@@ -187,4 +187,40 @@ func TestRingFrozenClock(t *testing.T) {
 		require.Equal(t, exhausted, st)
 		require.Equal(t, int64(41), tick)
 	}
+}
+
+func TestDivideMatchesDivision(t *testing.T) {
+	t.Parallel()
+	divisors := []uint64{1, 2, 3, 7, 1000, 1e6, 1e6 + 1, 1e9, 3600e9, 1<<62 + 1, 1<<63 - 1}
+	xs := []uint64{0, 1, 2, 999, 1000, 1001, 1e6 - 1, 1e6, 1<<32 - 1, 1 << 32, 1<<62 - 1, 1 << 62, 1<<63 - 2, 1<<63 - 1}
+	for _, d := range divisors {
+		r := ^uint64(0) / d
+		for _, x := range xs {
+			for _, v := range []uint64{x, x - x%d, x - x%d + d - 1} {
+				if v >= 1<<63 {
+					continue
+				}
+				require.Equalf(t, v/d, divide(v, d, r), "divide(%d, %d)", v, d)
+			}
+		}
+	}
+}
+
+func FuzzDivide(f *testing.F) {
+	f.Add(uint64(123456789), uint64(1e6))
+	f.Fuzz(func(t *testing.T, x, d uint64) {
+		x &= 1<<63 - 1
+		if d == 0 || d >= 1<<63 {
+			return
+		}
+		if got := divide(x, d, ^uint64(0)/d); got != x/d {
+			t.Fatalf("divide(%d, %d) = %d; want %d", x, d, got, x/d)
+		}
+	})
+}
+
+func newTestRing(size, seqBits int) *ring {
+	r := new(ring)
+	r.init(size, seqBits)
+	return r
 }

@@ -1,0 +1,160 @@
+package ringflake
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Stats is a snapshot of a generator's counters since New, from
+// [Generator.Stats].
+type Stats struct {
+	// Issued counts the IDs issued.
+	Issued uint64
+	// StepBacks counts the times the clock was seen more than one tick
+	// behind the latest time it had shown. A step back counts once: the
+	// next one counts after the clock has passed that latest time again.
+	StepBacks uint64
+	// LargestStepBack is the furthest the clock was seen behind the latest
+	// time it had shown, rounded down to whole ticks.
+	LargestStepBack time.Duration
+	// SpareIssued counts the IDs issued while the clock was more than one
+	// tick behind the latest time it had shown: IDs served from the spare
+	// sequence space the ring keeps, where a strict Snowflake would fail.
+	SpareIssued uint64
+	// Waits counts the calls that waited, and WaitTime their total wait.
+	Waits    uint64
+	WaitTime time.Duration
+	// Errors counts failed calls by cause.
+	Errors ErrorCounts
+}
+
+// ErrorCounts counts failed calls by the error they returned.
+type ErrorCounts struct {
+	BeforeEpoch, TimeOverflow, ClockBehind, SequenceExhausted, LeaseLost, Canceled uint64
+}
+
+// counters are the generator's statistics. They are written only off the
+// path that issues in the common case: Issued is derived from the ring, and
+// the rest change on step backs, waits and errors. Each field is written by
+// whichever caller observes the event, and read by Stats.
+type counters struct {
+	_           [64]byte     // keeps the slow-path counters off the cache line of the hot fields before them
+	stepMark    atomic.Int64 // the latest tick at which a step back was last counted
+	stepBacks   atomic.Uint64
+	largestBack atomic.Int64 // in ticks
+	spare       atomic.Uint64
+	waits       atomic.Uint64
+	waitNanos   atomic.Int64
+	errs        [errKinds]atomic.Uint64
+}
+
+const (
+	errBeforeEpoch = iota
+	errTimeOverflow
+	errClockBehind
+	errExhausted
+	errLeaseLost
+	errCanceled
+	errKinds
+)
+
+// Stats returns a snapshot of the generator's counters. Counters are read
+// one by one while callers keep issuing, so a snapshot taken under load may
+// be off by the IDs issued while it was taken. Stats is safe for concurrent
+// use; it reads every ring slot, so it costs about a microsecond per
+// thousand slots.
+func (g *Generator) Stats() Stats {
+	if g == nil || g.clock == nil && g.wall == nil {
+		return Stats{}
+	}
+	c := &g.stats
+	s := Stats{
+		Issued:          g.ring.issued(),
+		StepBacks:       c.stepBacks.Load(),
+		LargestStepBack: time.Duration(c.largestBack.Load()) * g.layout.Tick,
+		SpareIssued:     c.spare.Load(),
+		Waits:           c.waits.Load(),
+		WaitTime:        time.Duration(c.waitNanos.Load()),
+	}
+	e := &c.errs
+	s.Errors = ErrorCounts{
+		BeforeEpoch: e[errBeforeEpoch].Load(), TimeOverflow: e[errTimeOverflow].Load(),
+		ClockBehind: e[errClockBehind].Load(), SequenceExhausted: e[errExhausted].Load(),
+		LeaseLost: e[errLeaseLost].Load(), Canceled: e[errCanceled].Load(),
+	}
+	return s
+}
+
+// observe tracks the latest tick the clock has shown and reports whether
+// ticks is a step back from it (by more than one tick, so the skew between
+// concurrent readers at a tick boundary does not count). The latest tick is
+// raised by CAS, about once per tick; reading it is the only cost on the
+// path that issues.
+func (g *Generator) observe(ticks int64) (behind bool) {
+	for {
+		latest := g.latest.Load()
+		if ticks <= latest {
+			if ticks >= latest-1 {
+				return false
+			}
+			g.noteStepBack(latest, ticks)
+			return true
+		}
+		if g.latest.CompareAndSwap(latest, ticks) {
+			return false
+		}
+	}
+}
+
+// noteStepBack counts a step back once per latest tick and keeps the
+// largest; the first caller to see it sends the event.
+func (g *Generator) noteStepBack(latest, ticks int64) {
+	c := &g.stats
+	by := latest - ticks
+	for {
+		old := c.largestBack.Load()
+		if by <= old || c.largestBack.CompareAndSwap(old, by) {
+			break
+		}
+	}
+	mark := c.stepMark.Load()
+	if mark == latest || !c.stepMark.CompareAndSwap(mark, latest) {
+		return
+	}
+	c.stepBacks.Add(1)
+	g.emit(Event{Kind: EventStepBack, By: time.Duration(by) * g.layout.Tick})
+}
+
+// count records err under its kind and returns it.
+func (g *Generator) count(err error) error {
+	k := -1
+	switch {
+	case errors.Is(err, ErrClockBeforeEpoch):
+		k = errBeforeEpoch
+	case errors.Is(err, ErrTimeOverflow):
+		k = errTimeOverflow
+	case errors.Is(err, ErrClockBehind):
+		k = errClockBehind
+	case errors.Is(err, ErrSequenceExhausted):
+		k = errExhausted
+	case errors.Is(err, ErrLeaseLost):
+		k = errLeaseLost
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		k = errCanceled
+	}
+	if k >= 0 {
+		g.stats.errs[k].Add(1)
+	}
+	return err
+}
+
+// waited records one call's total wait and reports a long one.
+func (g *Generator) waited(d time.Duration) {
+	g.stats.waits.Add(1)
+	g.stats.waitNanos.Add(int64(d))
+	if g.events != nil && d >= g.events.longWait {
+		g.emit(Event{Kind: EventLongWait, By: d})
+	}
+}

@@ -1,0 +1,129 @@
+package ringflake_test
+
+import (
+	"bytes"
+	"log/slog"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/fakeclock"
+)
+
+func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.New(at(100, 0))
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	issue := func(n int) {
+		for range n {
+			_, err := g.NextID()
+			require.NoError(t, err)
+		}
+	}
+	issue(10)
+	clock.Set(at(50, 0)) // back 50 ticks
+	issue(5)
+	clock.Set(at(40, 0)) // further back: the same step back, now larger
+	issue(16)
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
+	clock.Set(tiny.Epoch.Add(-time.Millisecond))
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrClockBeforeEpoch)
+
+	s := g.Stats()
+	assert.Equal(t, uint64(31), s.Issued, "IDs issued")
+	assert.Equal(t, uint64(1), s.StepBacks, "one step back until the clock passes tick 100 again")
+	assert.Equal(t, 60*time.Millisecond, s.LargestStepBack)
+	assert.Equal(t, uint64(21), s.SpareIssued, "IDs issued while behind")
+	assert.Equal(t, uint64(1), s.Errors.SequenceExhausted)
+	assert.Equal(t, uint64(1), s.Errors.BeforeEpoch)
+	assert.Zero(t, s.Waits, "MaxWait 0 never waits")
+
+	clock.Set(at(101, 0)) // past the latest tick: a new step back counts again
+	issue(1)
+	clock.Set(at(90, 0))
+	issue(1)
+	assert.Equal(t, uint64(2), g.Stats().StepBacks)
+}
+
+func TestStatsIssuedSurvivesRingReuse(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.NewTicker(at(1, 0), 20*time.Microsecond)
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(2))
+	require.NoError(t, err)
+	ids, errs := drain(t, g, 4, 500)
+	require.Empty(t, errs)
+	assert.Equal(t, uint64(len(ids)), g.Stats().Issued, "issued counts retired ticks of reused slots too")
+	assert.Positive(t, g.Stats().Waits, "a 16-per-tick layout at this rate waits for ticks")
+}
+
+func TestEventsAreRateLimitedAndLogged(t *testing.T) {
+	t.Parallel()
+	var got []ringflake.Event
+	clock := fakeclock.New(at(100, 0))
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(3),
+		ringflake.WithEvents(func(e ringflake.Event) { got = append(got, e) }), ringflake.WithEventInterval(time.Hour))
+	require.NoError(t, err)
+	for i := range 5 {
+		clock.Set(at(int64(200+10*i), 0))
+		_, err := g.NextID()
+		require.NoError(t, err)
+		clock.Set(at(int64(150+10*i), 0))
+		_, err = g.NextID()
+		require.NoError(t, err)
+	}
+	require.Len(t, got, 1, "one event per interval however often the clock flaps")
+	assert.Equal(t, ringflake.EventStepBack, got[0].Kind)
+	assert.Equal(t, 50*time.Millisecond, got[0].By)
+	assert.Equal(t, int64(3), got[0].Machine)
+	assert.Equal(t, uint64(5), g.Stats().StepBacks, "the counters still see every step back")
+
+	var buf bytes.Buffer
+	log := ringflake.SlogEvents(slog.New(slog.NewTextHandler(&buf, nil)))
+	log(ringflake.Event{Kind: ringflake.EventStepBack, By: 50 * time.Millisecond, Machine: 3, Suppressed: 4})
+	assert.Contains(t, buf.String(), `level=WARN msg="ringflake: step_back" by=50ms machine=3 suppressed=4`)
+}
+
+func TestNextN(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.NewTicker(at(9, 0), 50*time.Microsecond)
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(1))
+	require.NoError(t, err)
+	dst := make([]ringflake.ID, 100)
+	n, err := g.NextN(dst)
+	require.NoError(t, err)
+	require.Equal(t, 100, n)
+	assert.True(t, sort.SliceIsSorted(dst, func(i, j int) bool { return dst[i] < dst[j] }), "a batch from a monotonic clock is sorted")
+	for i := 1; i < n; i++ {
+		require.NotEqual(t, dst[i-1], dst[i], "IDs in a batch are distinct")
+	}
+	assert.Equal(t, uint64(100), g.Stats().Issued)
+
+	frozen := fakeclock.New(at(3, 0))
+	g, err = ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	n, err = g.NextN(dst)
+	assert.Equal(t, 16, n, "a frozen clock fills one tick")
+	assert.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
+	n, err = g.NextN(nil)
+	assert.Zero(t, n)
+	assert.NoError(t, err)
+}
+
+func TestNextNAllocatesNothing(t *testing.T) {
+	g, err := ringflake.New()
+	require.NoError(t, err)
+	dst := make([]ringflake.ID, 64)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := g.NextN(dst); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
