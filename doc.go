@@ -76,14 +76,37 @@
 // only when another caller won the same slot. A Layout and an ID are plain
 // values.
 //
+// # The default clock
+//
+// Without [WithClock], the generator reads the wall clock cheaply: a
+// monotonic reading plus the offset between the monotonic and wall clocks,
+// refreshed from time.Now at most every millisecond. A monotonic-only read
+// costs about half of time.Now. The trade-off: a wall-clock step is seen
+// up to 1 ms late, and until then IDs follow the monotonic clock, which
+// never goes back, so the delay costs no uniqueness.
+//
 // # What may block, and for how long
 //
-// NextID waits only when its tick has no sequence left, when the clock is
-// behind with no spare sequence, or when a leased machine ID is not
-// confirmed. It sleeps (it does not spin) and never waits longer than
-// MaxWait in total, measured with the monotonic clock, so neither an
+// NextID and NextN wait only when their tick has no sequence left, when
+// the clock is behind with no spare sequence, or when a leased machine ID
+// is not confirmed. They sleep (they do not spin) and never wait longer
+// than MaxWait in total, measured with the monotonic clock, so neither an
 // injected frozen clock nor a wall-clock step can stretch it. With
-// MaxWait 0 it never waits. [Generator.NextIDContext] also returns when
-// its context is done. [New] blocks only with [WithMachineIDService], for at
-// most the acquire timeout ([WithAcquireTimeout]).
+// MaxWait 0 they never wait. Callers waiting for the same tick share one
+// sleeper: on Linux it sleeps in nanosleep(2), which wakes within about
+// 0.1 ms, where the runtime's timers can wake a millisecond late and skip a
+// whole tick; the rest block on a channel it closes.
+// [Generator.NextIDContext] and [Generator.NextNContext] also return when
+// their context is done (noticed within 2 ms). [New] blocks only with
+// [WithMachineIDService], for at most the acquire timeout
+// ([WithAcquireTimeout]).
+//
+// # Observability
+//
+// [Generator.Stats] returns counters: IDs issued, step backs and the
+// largest, IDs served from spare space during step backs, waits and their
+// total time, and errors by kind. None of them costs the issuing path a
+// lock or a shared write in the common case. [WithEvents] delivers step
+// backs, long waits and lease changes as they happen, rate-limited per
+// kind; [SlogEvents] logs them with log/slog.
 package ringflake
