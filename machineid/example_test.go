@@ -1,0 +1,51 @@
+package machineid_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/ringflake/ringflake/machineid"
+)
+
+func ExampleStatic() {
+	svc := machineid.Static(7, 1023)
+	id, err := svc.MachineID(context.Background())
+	fmt.Println(id, err)
+	_, err = machineid.Static(2048, 1023).MachineID(context.Background())
+	fmt.Println(err)
+	// Output:
+	// 7 <nil>
+	// machineid: machine ID out of range: static ID gave 2048; valid range 0..1023
+}
+
+func ExampleEnv() {
+	os.Setenv("EXAMPLE_MACHINE_ID", "12")
+	defer os.Unsetenv("EXAMPLE_MACHINE_ID")
+	id, err := machineid.Env("EXAMPLE_MACHINE_ID", 1023).MachineID(context.Background())
+	fmt.Println(id, err)
+	_, err = machineid.Env("EXAMPLE_UNSET", 1023).MachineID(context.Background())
+	fmt.Println(err)
+	// Output:
+	// 12 <nil>
+	// machineid: no machine ID found: EXAMPLE_UNSET is not set
+}
+
+func ExampleFromFunc() {
+	// Two StatefulSets share one ID space: the second one's pods start at 512.
+	svc := machineid.FromFunc(1023, func(ctx context.Context) (int64, error) {
+		n, err := machineid.StatefulSetOrdinal(511).MachineID(ctx)
+		return 512 + n, err
+	})
+	_ = svc // pass it to ringflake.WithMachineIDService
+}
+
+func ExampleHostHash() {
+	id, err := machineid.HostHash(1023).MachineID(context.Background())
+	if err == nil {
+		fmt.Println(id >= 0 && id <= 1023)
+	} else {
+		fmt.Println(true)
+	}
+	// Output: true
+}

@@ -1,0 +1,68 @@
+package machineid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// provider is a Service built from a function and a range check.
+type provider struct {
+	source string // names the source in errors, e.g. `env RINGFLAKE_MACHINE_ID`
+	max    int64
+	get    func(ctx context.Context) (int64, error)
+}
+
+// MachineID returns the source's ID after checking it against 0..max.
+func (p provider) MachineID(ctx context.Context) (int64, error) {
+	id, err := p.get(ctx)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 0, err // already names the source
+	case err != nil:
+		return 0, fmt.Errorf("machineid: %s: %w", p.source, err)
+	}
+	return check(p.source, id, p.max)
+}
+
+var _ Service = provider{}
+
+// Static returns a Service that always gives id. Its MachineID returns an
+// error wrapping [ErrOutOfRange] if id is outside 0..max; max is usually
+// the layout's MaxMachine. It is safe for concurrent use.
+func Static(id, max int64) Service {
+	return provider{source: "static ID", max: max, get: func(context.Context) (int64, error) {
+		return id, nil
+	}}
+}
+
+// Env returns a Service that reads the machine ID, a decimal integer, from
+// the environment variable name each time MachineID is called. MachineID
+// returns an error wrapping [ErrNotFound] if the variable is unset, empty
+// or not an integer, and one wrapping [ErrOutOfRange] if the value is
+// outside 0..max. It is safe for concurrent use.
+func Env(name string, max int64) Service {
+	source := "env " + name
+	return provider{source: source, max: max, get: func(context.Context) (int64, error) {
+		s, ok := os.LookupEnv(name)
+		s = strings.TrimSpace(s)
+		if !ok || s == "" {
+			return 0, fmt.Errorf("%w: %s is not set", ErrNotFound, name)
+		}
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s = %q is not a decimal integer", ErrNotFound, name, s)
+		}
+		return id, nil
+	}}
+}
+
+// FromFunc adapts fn into a Service whose IDs are checked against 0..max:
+// MachineID returns fn's error, wrapped, or one wrapping [ErrOutOfRange].
+// It is as safe for concurrent use as fn is.
+func FromFunc(max int64, fn func(ctx context.Context) (int64, error)) Service {
+	return provider{source: "func", max: max, get: fn}
+}
