@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/ringflake/ringflake"
@@ -125,4 +127,77 @@ func ExampleWithMaxWait() {
 	// <nil>
 	// <nil>
 	// ringflake: sequence exhausted and the clock did not advance: clock 2026-01-01T00:00:00Z, waited 0s
+}
+
+func ExampleGenerator_NextN() {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, _ := ringflake.New(ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return now }))
+	batch := make([]ringflake.ID, 4)
+	n, err := g.NextN(batch) // one CAS claims all four
+	fmt.Println(n, err)
+	for _, id := range batch {
+		fmt.Println(g.Layout().Decompose(id).Sequence)
+	}
+	// Output:
+	// 4 <nil>
+	// 0
+	// 1
+	// 2
+	// 3
+}
+
+func ExampleGenerator_Stats() {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, _ := ringflake.New(ringflake.WithClock(func() time.Time { return now }))
+	g.NextID()
+	now = now.Add(-300 * time.Millisecond) // NTP steps the clock back
+	g.NextID()
+	g.NextID()
+	s := g.Stats()
+	fmt.Println(s.Issued, s.StepBacks, s.LargestStepBack, s.SpareIssued)
+	// Output: 3 1 300ms 2
+}
+
+func ExampleWithEvents() {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, _ := ringflake.New(ringflake.WithMachineID(5),
+		ringflake.WithClock(func() time.Time { return now }),
+		ringflake.WithEvents(func(e ringflake.Event) {
+			fmt.Println(e.Kind, e.By, e.Machine)
+		}))
+	g.NextID()
+	now = now.Add(-2 * time.Second)
+	g.NextID()
+	// Output: step_back 2s 5
+}
+
+func ExampleSlogEvents() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // drop the timestamp for a repeatable example
+			}
+			return a
+		},
+	}))
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, _ := ringflake.New(ringflake.WithMachineID(5),
+		ringflake.WithClock(func() time.Time { return now }),
+		ringflake.WithEvents(ringflake.SlogEvents(logger)))
+	g.NextID()
+	now = now.Add(-750 * time.Millisecond)
+	g.NextID()
+	// Output: level=WARN msg="ringflake: step_back" by=750ms machine=5 suppressed=0
+}
+
+func ExampleWithRingSize() {
+	// 256 slots remember 256 ms of ticks; a step back of 1 s borrows the
+	// spare sequence of a later tick instead, so it still succeeds.
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, _ := ringflake.New(ringflake.WithRingSize(256), ringflake.WithClock(func() time.Time { return now }))
+	a, _ := g.NextID()
+	now = now.Add(-1024 * time.Millisecond) // a multiple of the ring: same slot
+	b, err := g.NextID()
+	fmt.Println(b == a+1, err)
+	// Output: true <nil>
 }
