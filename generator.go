@@ -106,7 +106,7 @@ func (g *Generator) NextID() (ID, error) {
 		return id, nil
 	}
 	var id [1]ID
-	_, err := g.fill(nil, id[:])
+	_, err := g.fill(context.Background(), id[:])
 	return id[0], err
 }
 
@@ -151,7 +151,7 @@ func (g *Generator) NextIDContext(ctx context.Context) (ID, error) {
 // MaxWait bounds the whole call's waiting. On failure it returns the IDs
 // issued so far (dst[:n]) and the error NextID would have returned.
 func (g *Generator) NextN(dst []ID) (int, error) {
-	return g.fill(nil, dst)
+	return g.fill(context.Background(), dst)
 }
 
 // NextNContext is NextN with a context, as NextIDContext is to NextID.
