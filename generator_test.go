@@ -364,3 +364,23 @@ func TestDefaultClockIsWallClock(t *testing.T) {
 	assert.False(t, p.Time.After(after), "ID time %v is not after %v", p.Time, after)
 	assert.Equal(t, int64(3), p.Machine)
 }
+
+// The real wall clock, many goroutines, far more IDs than one tick holds:
+// callers wait for ticks and every ID is distinct.
+func TestGeneratorRealClockConcurrent(t *testing.T) {
+	t.Parallel()
+	g, err := ringflake.New(ringflake.WithMachineID(1023), ringflake.WithMaxWait(time.Second))
+	require.NoError(t, err)
+	ids, errs := drain(t, g, 16, 5000)
+	require.Empty(t, errs, "a steady real clock never fails within a second's wait")
+	seen := make(map[ringflake.ID]struct{}, len(ids))
+	for _, id := range ids {
+		_, dup := seen[id]
+		require.False(t, dup, "ID %d issued twice", id)
+		seen[id] = struct{}{}
+	}
+	assert.Len(t, seen, 80000)
+	s := g.Stats()
+	assert.Equal(t, uint64(80000), s.Issued)
+	assert.Zero(t, s.Errors, "no errors counted")
+}
