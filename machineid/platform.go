@@ -28,13 +28,9 @@ import (
 // for concurrent use.
 func PrivateIP(max int64) Service {
 	return provider{source: "private IP", max: max, get: func(context.Context) (int64, error) {
-		addrs, err := net.InterfaceAddrs()
+		ip, err := PrivateIPv4()
 		if err != nil {
-			return 0, fmt.Errorf("%w: listing interface addresses: %w", ErrNotFound, err)
-		}
-		ip, ok := firstPrivateIPv4(addrs)
-		if !ok {
-			return 0, fmt.Errorf("%w: no private IPv4 address among %d interface addresses", ErrNotFound, len(addrs))
+			return 0, err
 		}
 		return ipID(ip, max)
 	}}
@@ -160,4 +156,19 @@ func ordinal(hostname string) (int64, error) {
 		return 0, fmt.Errorf("%w: hostname %q: ordinal %s: %w", ErrNotFound, hostname, digits, err)
 	}
 	return n, nil
+}
+
+// PrivateIPv4 returns the host's first private IPv4 address, the one
+// [PrivateIP] derives its ID from. It returns an error wrapping
+// [ErrNotFound] if there is none. It is safe for concurrent use.
+func PrivateIPv4() (netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: listing interface addresses: %w", ErrNotFound, err)
+	}
+	ip, ok := firstPrivateIPv4(addrs)
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("%w: no private IPv4 address among %d interface addresses", ErrNotFound, len(addrs))
+	}
+	return ip, nil
 }

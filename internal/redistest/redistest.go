@@ -1,0 +1,242 @@
+// Package redistest starts real redis-server processes on loopback for
+// tests: standalone servers that can be stopped, restarted and paused, and
+// three-node Clusters. Every server runs without persistence in a temporary
+// directory and is killed when the test ends.
+//
+// If redis-server is not on PATH the test fails, never skips: run
+// scripts/test, which installs it.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds how long a server may take to answer PING.
+const startTimeout = 10 * time.Second
+
+// Server is one redis-server process. Its methods are safe for concurrent
+// use.
+type Server struct {
+	// Addr is host:port on 127.0.0.1.
+	Addr string
+	// Port is the server's port.
+	Port int
+
+	tb    testing.TB
+	dir   string
+	extra []string
+
+	mu  sync.Mutex // protects cmd
+	cmd *exec.Cmd  // nil while stopped
+}
+
+// Start starts a standalone server on a free loopback port and registers
+// its shutdown with tb.Cleanup. extra are more redis-server arguments.
+func Start(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
+	bin := binary(tb)
+	var last error
+	for range 5 { // another process may take the port between probe and bind
+		port := freePort(tb, false)
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, tb: tb, dir: tb.TempDir(), extra: extra}
+		if last = s.start(bin); last == nil {
+			tb.Cleanup(s.Stop)
+			return s
+		}
+	}
+	tb.Fatalf("redistest: starting redis-server: %v", last)
+	return nil
+}
+
+// binary returns redis-server's path or fails tb.
+func binary(tb testing.TB) string {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatalf("redistest: redis-server is not on PATH (%v); these tests need a real server: run scripts/test, which installs it", err)
+	}
+	return bin
+}
+
+func (s *Server) start(bin string) error {
+	args := append([]string{
+		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--protected-mode", "no", "--loglevel", "warning",
+	}, s.extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = sysProcAttr()
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if err := ping(s.Addr); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on port %d exited: %s", s.Port, strings.TrimSpace(out.String()))
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server on port %d did not answer PING within %v", s.Port, startTimeout)
+		}
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	return nil
+}
+
+// Stop kills the server and waits for it to exit. Its data is lost. Stop
+// on a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot die otherwise
+		_ = cmd.Process.Kill()
+		for ping(s.Addr) == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// Restart starts a stopped server again on the same port, empty. It fails
+// the test if the server does not come up.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	var err error
+	for range 50 { // the old socket may linger briefly
+		if err = s.start(binary(s.tb)); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.tb.Fatalf("redistest: restarting redis-server on port %d: %v", s.Port, err)
+}
+
+// Pause stops the server process with SIGSTOP: connections stay open but
+// nothing answers, as with a hung server. Resume undoes it.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// Do sends one command and returns its reply's first line, for setup steps
+// that need no client library. It fails the test on a network error.
+func (s *Server) Do(args ...string) string {
+	s.tb.Helper()
+	reply, err := do(s.Addr, args...)
+	if err != nil {
+		s.tb.Fatalf("redistest: %s on %s: %v", strings.Join(args, " "), s.Addr, err)
+	}
+	return reply
+}
+
+// freePort returns a loopback port that was free a moment ago; with bus,
+// port+10000 (a Cluster node's bus port) was free too.
+func freePort(tb testing.TB, bus bool) int {
+	tb.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("redistest: finding a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if !bus {
+			return port
+		}
+		if port+10000 > 65535 {
+			continue
+		}
+		if lb, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000)); err == nil {
+			_ = lb.Close()
+			return port
+		}
+	}
+	tb.Fatalf("redistest: no free port pair for a Cluster node")
+	return 0
+}
+
+func ping(addr string) error {
+	reply, err := do(addr, "PING")
+	if err == nil && reply != "+PONG" {
+		err = fmt.Errorf("PING answered %q", reply)
+	}
+	return err
+}
+
+// do sends one command in RESP and reads the first line of the reply,
+// plus the body of a bulk string.
+func do(addr string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if strings.HasPrefix(line, "$") {
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return "", nil
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return "", err
+		}
+		return string(body[:n]), nil
+	}
+	if strings.HasPrefix(line, "-") {
+		return line, fmt.Errorf("%s", line[1:])
+	}
+	return line, nil
+}

@@ -1,0 +1,220 @@
+package machineid_redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// acquire runs the mode's acquire script once and, on success, records the
+// lease. The caller holds acqMu.
+func (s *Service) acquire(ctx context.Context) error {
+	sent := time.Now() // before the call: the server's TTL starts later
+	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
+	var (
+		res []int64
+		err error
+	)
+	if s.mode == modeHost {
+		res, err = s.eval(ctx, hostAcquire, s.cfg.prefix, s.token, s.cfg.host, s.cfg.min, s.cfg.max, ttl, now, ttl)
+	} else {
+		res, err = s.eval(ctx, leaseAcquire, s.cfg.prefix, s.token, s.cfg.min, s.cfg.max, ttl, now, ttl)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.refused(res); err != nil {
+		return err
+	}
+	s.update(res[0], res[1], res[2], sent, true)
+	return nil
+}
+
+// refused turns an acquire script's refusal into an error, or returns nil
+// for a well-formed {id, after, mark}.
+func (s *Service) refused(res []int64) error {
+	if len(res) == 0 {
+		return fmt.Errorf("machineid_redis: acquire script returned nothing")
+	}
+	code := res[0]
+	arg := func(i int) int64 {
+		if i < len(res) {
+			return res[i]
+		}
+		return 0
+	}
+	rng := fmt.Sprintf("%d..%d", s.cfg.min, s.cfg.max)
+	switch {
+	case code >= 0 && len(res) == 3:
+		return nil
+	case code == -1 && s.mode == modeLease:
+		return fmt.Errorf("%w: all %d IDs in %s are leased (prefix %q)", ErrExhausted, arg(1), rng, s.cfg.prefix)
+	case code == -1:
+		return fmt.Errorf("%w: %sMAX_ID = %d, the end of %s, and host %q has no mapping; host mode never recycles IDs, lease mode does",
+			ErrExhausted, s.cfg.prefix, arg(1), rng, s.cfg.host)
+	case code == -2:
+		return fmt.Errorf("%w: host %q maps to machine ID %d, leased by another process for %v more; run one process per host or use lease mode",
+			ErrHostInUse, s.cfg.host, arg(1), time.Duration(arg(2))*time.Millisecond)
+	case code == -3:
+		return fmt.Errorf("%w: host %q maps to %d, outside %s", ErrBadMapping, s.cfg.host, arg(1), rng)
+	case code == -4:
+		return fmt.Errorf("%w: host %q maps to a value that is not a decimal ID", ErrBadMapping, s.cfg.host)
+	}
+	return fmt.Errorf("machineid_redis: acquire script returned %v", res)
+}
+
+// renewLease extends the held lease once. It returns errLost if Redis says
+// the token no longer holds it. The caller holds acqMu.
+func (s *Service) renewLease(ctx context.Context) error {
+	s.mu.Lock()
+	id := s.lease.ID
+	s.mu.Unlock()
+	sent := time.Now()
+	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
+	res, err := s.eval(ctx, renew, s.cfg.prefix, s.token, id, ttl, now, ttl)
+	switch {
+	case err != nil:
+		return err
+	case len(res) == 2 && res[0] == 1:
+		s.update(id, -1, res[1], sent, false)
+		return nil
+	}
+	s.mu.Lock()
+	changed := s.lease.Valid
+	s.held, s.lease.Valid = false, false
+	s.mu.Unlock()
+	if changed {
+		s.notify()
+	}
+	return errLost
+}
+
+// errLost reports a renewal that found the lease gone or someone else's.
+var errLost = errors.New("machineid_redis: lease lost")
+
+// update records a lease Redis confirmed for a call sent at sent: it is
+// valid until sent + TTL - margin on the monotonic clock. after < 0 keeps
+// the current After; fresh marks a new acquisition.
+func (s *Service) update(id, after, mark int64, sent time.Time, fresh bool) {
+	deadline := sent.Add(s.cfg.ttl - s.cfg.margin)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	old := s.lease
+	s.lease.ID, s.lease.Until = id, msTime(mark)
+	if fresh {
+		s.lease.After = msTime(after)
+	}
+	s.held, s.deadline = true, deadline
+	left := time.Until(deadline)
+	s.lease.Valid = left > 0
+	if left > 0 {
+		s.expiry.Reset(left)
+	}
+	changed := s.lease != old
+	s.mu.Unlock()
+	if changed {
+		s.notify()
+	}
+}
+
+// expire runs at the deadline: unless a renewal moved the deadline on, the
+// lease can no longer be proven, because the server may expire the key
+// from then on (less the margin), so watchers must stop issuing.
+func (s *Service) expire() {
+	s.mu.Lock()
+	changed := false
+	if s.lease.Valid {
+		if left := time.Until(s.deadline); left > 0 {
+			s.expiry.Reset(left)
+		} else {
+			s.lease.Valid, changed = false, true
+		}
+	}
+	s.mu.Unlock()
+	if changed {
+		s.notify()
+	}
+}
+
+// run renews the lease every TTL/3 until Close, and re-acquires one when it
+// is lost. After a failed call it tries again sooner, every TTL/10.
+func (s *Service) run() {
+	defer close(s.stopped)
+	every, retry := s.cfg.ttl/3, max(s.cfg.ttl/10, 5*time.Millisecond)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		next := every
+		if s.refresh() != nil {
+			next = retry
+		}
+		t.Reset(next)
+	}
+}
+
+// refresh renews the lease, or acquires one if none is held.
+func (s *Service) refresh() error {
+	s.acqMu.Lock()
+	defer s.acqMu.Unlock()
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	if held {
+		err := s.renewLease(s.ctx)
+		if !errors.Is(err, errLost) {
+			return err
+		}
+	}
+	return s.acquire(s.ctx)
+}
+
+// eval runs a script with the service's keys, waiting at most the call
+// timeout whatever the client's settings: go-redis ignores ctx deadlines
+// unless ContextTimeoutEnabled is set, so the call runs in its own
+// goroutine, which finishes when the client gives up. Its late answer is
+// dropped; the scripts are idempotent, so the next call finds its effect.
+func (s *Service) eval(ctx context.Context, sc *redis.Script, args ...any) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
+	defer cancel()
+	type result struct {
+		v   []int64
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := sc.Run(ctx, s.client, s.keys, args...).Int64Slice()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("machineid_redis: redis: %w", r.err)
+		}
+		return r.v, nil
+	case <-ctx.Done():
+		if s.ctx.Err() != nil && ctx.Err() == context.Canceled {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("%w after %v: %w", ErrTimeout, s.cfg.callTimeout, ctx.Err())
+	}
+}
+
+// msTime converts a mark in ms since the Unix epoch to a time; 0 or less
+// means no mark, the zero Time.
+func msTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

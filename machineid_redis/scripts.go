@@ -1,0 +1,163 @@
+package machineid_redis
+
+import "github.com/redis/go-redis/v9"
+
+// Key layout, every key under the configured prefix (which carries the hash
+// tag, so that one script can touch them all on a Cluster):
+//
+//	<prefix>LEASE:<id>               string: owner token; PX = lease TTL
+//	<prefix>OWNER:<token>            hash {id, after}: the token's lease and the
+//	                                 mark it inherited; PX = lease TTL
+//	<prefix>MARKS                    hash id -> high-water mark, ms since the
+//	                                 Unix epoch on the holders' clocks; no TTL
+//	<prefix>IP_MACHINE_ID_MAPPING    hash host -> id (the seed's, host mode)
+//	<prefix>MAX_ID                   string: the last id handed out (the seed's)
+//
+// Scripts touch only keys in the prefix's slot. KEYS carries the fixed keys
+// so a Cluster client routes the call to the slot's node; the per-ID and
+// per-token keys are built from the prefix inside the script.
+//
+// Every script is idempotent for one token: go-redis resends a call after
+// a network error, and this package calls again after its own timeout, so a
+// second run must find the first run's effect and return the same answer.
+
+// luaTake is shared by both acquire scripts. Given id (free or already
+// ours) and after (the mark this token inherited), it takes the lease, raises
+// the mark ahead and returns {id, after, mark}. A retry reuses the after
+// recorded in the owner hash, so it does not mistake its own raised mark for
+// a previous holder's.
+const luaTake = `
+local function take(prefix, token, marks, id, after, ttl, now, ahead)
+  local owner = prefix .. 'OWNER:' .. token
+  redis.call('SET', prefix .. 'LEASE:' .. id, token, 'PX', ttl)
+  redis.call('DEL', owner)
+  redis.call('HSET', owner, 'id', id, 'after', string.format('%.0f', after))
+  redis.call('PEXPIRE', owner, ttl)
+  local mark = math.max(tonumber(redis.call('HGET', marks, id) or '0'), now + ahead)
+  redis.call('HSET', marks, id, string.format('%.0f', mark))
+  return {id, after, mark}
+end
+
+-- mine returns the id this token already holds, and the after it inherited,
+-- or nil: the trace of an earlier run of this call.
+local function mine(prefix, token)
+  local owner = prefix .. 'OWNER:' .. token
+  local id = redis.call('HGET', owner, 'id')
+  if id and redis.call('GET', prefix .. 'LEASE:' .. id) == token then
+    return tonumber(id), tonumber(redis.call('HGET', owner, 'after') or '0')
+  end
+  return nil
+end
+`
+
+// leaseAcquire takes the lowest free ID in lo..hi whose mark is already in
+// the past on the caller's clock; failing that, the free ID with the lowest
+// mark, whose holder must then wait for its clock to pass the mark.
+//
+//	KEYS[1] marks
+//	ARGV    prefix, token, lo, hi, ttl ms, now ms, ahead ms
+//	returns {id, after, mark}, or {-1, held} when every ID is held
+var leaseAcquire = redis.NewScript(luaTake + `
+local prefix, token, marks = ARGV[1], ARGV[2], KEYS[1]
+local lo, hi = tonumber(ARGV[3]), tonumber(ARGV[4])
+local ttl, now, ahead = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local id, after = mine(prefix, token)
+if id then
+  return take(prefix, token, marks, id, after, ttl, now, ahead)
+end
+local best, bestMark = nil, nil
+for i = lo, hi do
+  if redis.call('EXISTS', prefix .. 'LEASE:' .. i) == 0 then
+    local m = tonumber(redis.call('HGET', marks, i) or '0')
+    if m < now then
+      return take(prefix, token, marks, i, m, ttl, now, ahead)
+    end
+    if best == nil or m < bestMark then
+      best, bestMark = i, m
+    end
+  end
+end
+if best == nil then
+  return {-1, hi - lo + 1}
+end
+return take(prefix, token, marks, best, bestMark, ttl, now, ahead)
+`)
+
+// hostAcquire is the seed's mapping made atomic: the host's ID from the
+// mapping, or the next one after MAX_ID (never past hi, never below lo),
+// then a lease on it like leaseAcquire's, so a second live process on the
+// host is refused rather than sharing the ID.
+//
+//	KEYS[1] marks, KEYS[2] mapping, KEYS[3] max id
+//	ARGV    prefix, token, host, lo, hi, ttl ms, now ms, ahead ms
+//	returns {id, after, mark}; {-1, last} when the range is used up;
+//	{-2, id, pttl} when another owner holds the host's ID; {-3, id} when the
+//	mapping holds an ID outside lo..hi; {-4} when it holds something that is
+//	not a decimal ID
+var hostAcquire = redis.NewScript(luaTake + `
+local prefix, token, marks, mapping, maxid = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
+local host = ARGV[3]
+local lo, hi = tonumber(ARGV[4]), tonumber(ARGV[5])
+local ttl, now, ahead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local id, after = mine(prefix, token)
+if id then
+  return take(prefix, token, marks, id, after, ttl, now, ahead)
+end
+local raw = redis.call('HGET', mapping, host)
+id = tonumber(raw)
+if raw and id == nil then
+  return {-4}
+elseif id == nil then
+  local last = tonumber(redis.call('GET', maxid) or '0')
+  local nxt = math.max(last + 1, lo)
+  if nxt > hi then
+    return {-1, last}
+  end
+  redis.call('SET', maxid, nxt)
+  redis.call('HSET', mapping, host, nxt)
+  id = nxt
+elseif id < lo or id > hi then
+  return {-3, id}
+end
+local lease = prefix .. 'LEASE:' .. id
+if redis.call('EXISTS', lease) == 1 then
+  return {-2, id, redis.call('PTTL', lease)}
+end
+return take(prefix, token, marks, id, tonumber(redis.call('HGET', marks, id) or '0'), ttl, now, ahead)
+`)
+
+// renew extends the token's lease on id and raises the mark ahead.
+//
+//	KEYS[1] marks
+//	ARGV    prefix, token, id, ttl ms, now ms, ahead ms
+//	returns {1, mark}, or {0} when the lease is no longer this token's
+var renew = redis.NewScript(`
+local prefix, token, marks, id = ARGV[1], ARGV[2], KEYS[1], ARGV[3]
+local ttl, now, ahead = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local lease = prefix .. 'LEASE:' .. id
+if redis.call('GET', lease) ~= token then
+  return {0}
+end
+redis.call('PEXPIRE', lease, ttl)
+redis.call('PEXPIRE', prefix .. 'OWNER:' .. token, ttl)
+local mark = math.max(tonumber(redis.call('HGET', marks, id) or '0'), now + ahead)
+redis.call('HSET', marks, id, string.format('%.0f', mark))
+return {1, mark}
+`)
+
+// release drops the token's lease on id if it still holds it. The mark
+// stays: the next holder must not reuse the ticks this one may have issued.
+//
+//	KEYS[1] marks
+//	ARGV    prefix, token, id
+//	returns {1} if it released, {0} if the lease was not this token's
+var release = redis.NewScript(`
+local prefix, token, id = ARGV[1], ARGV[2], ARGV[3]
+redis.call('DEL', prefix .. 'OWNER:' .. token)
+local lease = prefix .. 'LEASE:' .. id
+if redis.call('GET', lease) == token then
+  redis.call('DEL', lease)
+  return {1}
+end
+return {0}
+`)

@@ -1,0 +1,209 @@
+package machineid_redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// mode says how a Service picks its machine ID.
+type mode uint8
+
+const (
+	modeLease mode = iota // the lowest free ID in the range
+	modeHost              // the host's ID from the seed's mapping
+)
+
+// Service hands out machine IDs held on Redis leases. It implements
+// [machineid.Leaser]: give it to ringflake.WithMachineIDService and the
+// generator follows the lease and releases it on Close. Make one with
+// [NewLeased] or [NewHostMapped]; one Service serves one generator.
+//
+// After the first successful MachineID, a background goroutine renews the
+// lease every TTL/3 and, when the lease is lost, acquires one again
+// (possibly a different ID in lease mode) until Close.
+//
+// All methods are safe for concurrent use.
+type Service struct {
+	client redis.UniversalClient // written once by newService
+	cfg    config                // written once by newService
+	mode   mode                  // written once by newService
+	token  string                // random owner token, written once by newService
+	keys   []string              // the script's KEYS, written once by newService
+
+	ctx    context.Context    // done when Close starts; ends in-flight calls
+	cancel context.CancelFunc // cancels ctx
+
+	// acqMu serializes the calls that change the lease in Redis
+	// (acquire, renew, release), so a token never has two in flight.
+	acqMu sync.Mutex
+
+	mu       sync.Mutex      // protects the fields below
+	lease    machineid.Lease // what watchers see; ID -1 before the first lease
+	held     bool            // the last answer from Redis said the token holds lease.ID
+	deadline time.Time       // with a monotonic reading: lease.Valid ends here
+	started  bool            // the renewer is running
+	closed   bool
+
+	wmu      sync.Mutex // serializes deliveries to watchers; protects watchers and nextW
+	watchers map[int]func(machineid.Lease)
+	nextW    int
+
+	expiry    *time.Timer   // calls expire at the deadline; written once by newService
+	stopped   chan struct{} // closed when the renewer returns
+	closeOnce sync.Once
+	closeErr  error // written inside closeOnce
+}
+
+var _ machineid.Leaser = (*Service)(nil)
+
+// NewLeased returns a Service in lease mode, the recommended one: each
+// process takes the lowest free machine ID in the range, holds it with a
+// random owner token and a TTL, and releases it on Close. It returns an
+// error wrapping [ErrInvalidConfig] if an option is out of range or the
+// prefix lacks a hash tag on a multi-node client. It does not contact
+// Redis; the first MachineID does.
+func NewLeased(client redis.UniversalClient, opts ...Option) (*Service, error) {
+	return newService(client, modeLease, opts)
+}
+
+// NewHostMapped returns a Service in host mode, compatible with the seed's
+// keys and data: the host's ID is looked up in <prefix>IP_MACHINE_ID_MAPPING
+// and, if absent, the one after <prefix>MAX_ID is handed out, in one atomic
+// script that never goes past the range. The ID is then leased like in
+// lease mode, so a second live process on the same host is refused with
+// [ErrHostInUse] instead of sharing the ID. IDs are never recycled, so
+// host churn can exhaust the range ([ErrExhausted]). It returns the errors
+// of [NewLeased], and one wrapping [ErrInvalidConfig] if no host name was
+// given and the host has no private IPv4 address.
+func NewHostMapped(client redis.UniversalClient, opts ...Option) (*Service, error) {
+	return newService(client, modeHost, opts)
+}
+
+func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, error) {
+	c := config{prefix: DefaultPrefix, min: 0, max: 1023, ttl: DefaultTTL, clock: time.Now}
+	if m == modeHost {
+		c.min = 1 // the seed's IDs start at 1
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	if err := c.validate(client); err != nil {
+		return nil, err
+	}
+	if m == modeHost && c.host == "" {
+		ip, err := machineid.PrivateIPv4()
+		if err != nil {
+			return nil, fmt.Errorf("%w: no host name given and %w", ErrInvalidConfig, err)
+		}
+		c.host = ip.String()
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	s := &Service{
+		client:   client,
+		cfg:      c,
+		mode:     m,
+		token:    hex.EncodeToString(b[:]),
+		keys:     []string{c.prefix + "MARKS"},
+		lease:    machineid.Lease{ID: -1},
+		watchers: make(map[int]func(machineid.Lease)),
+		stopped:  make(chan struct{}),
+	}
+	if m == modeHost {
+		s.keys = append(s.keys, c.prefix+"IP_MACHINE_ID_MAPPING", c.prefix+"MAX_ID")
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.expiry = time.AfterFunc(time.Hour, s.expire)
+	s.expiry.Stop()
+	return s, nil
+}
+
+// MachineID returns the leased machine ID, acquiring a lease first if the
+// service holds none, and then starts renewing it in the background. It
+// makes at most one acquire call, bounded by ctx and the call timeout. It
+// returns an error wrapping [ErrExhausted], [ErrHostInUse],
+// [ErrBadMapping], [ErrTimeout], [ErrClosed], or the client's error.
+func (s *Service) MachineID(ctx context.Context) (int64, error) {
+	s.acqMu.Lock()
+	defer s.acqMu.Unlock()
+	s.mu.Lock()
+	closed, l := s.closed, s.lease
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return -1, ErrClosed
+	case l.Valid:
+		return l.ID, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
+	if err := s.acquire(ctx); err != nil {
+		return -1, err
+	}
+	s.mu.Lock()
+	id, start := s.lease.ID, !s.started
+	s.started = true
+	s.mu.Unlock()
+	if start {
+		go s.run()
+	}
+	return id, nil
+}
+
+// Lease returns the current lease: the one watchers were last told about,
+// or about to be. Its ID is -1 before the first acquisition.
+func (s *Service) Lease() machineid.Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease
+}
+
+// Token returns the random owner token that this service's leases carry in
+// Redis, for matching a lease key to its process when debugging.
+func (s *Service) Token() string { return s.token }
+
+// Close stops renewing, releases the lease in Redis and reports an invalid
+// lease to watchers. The ID's high-water mark stays, so its next holder
+// does not reuse ticks this one may have issued. Close waits for an
+// in-flight call to end and for the release, at most the call timeout. It
+// returns the release's error, if any; later calls return nil. Watchers
+// must not call Close from their callback.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.lease.Valid = false
+		started := s.started
+		s.mu.Unlock()
+		s.cancel()
+		if started {
+			<-s.stopped
+		}
+		s.expiry.Stop()
+		s.acqMu.Lock()
+		s.mu.Lock()
+		id := s.lease.ID
+		s.held = false
+		s.mu.Unlock()
+		if id >= 0 {
+			_, err := s.eval(context.Background(), release, s.cfg.prefix, s.token, id)
+			if err != nil {
+				s.closeErr = fmt.Errorf("machineid_redis: releasing machine ID %d: %w", id, err)
+			}
+		}
+		s.acqMu.Unlock()
+		s.notify()
+	})
+	return s.closeErr
+}

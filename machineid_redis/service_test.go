@@ -1,0 +1,365 @@
+package machineid_redis_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/fakeclock"
+	"github.com/ringflake/ringflake/internal/redistest"
+	"github.com/ringflake/ringflake/machineid"
+	mr "github.com/ringflake/ringflake/machineid_redis"
+)
+
+// ttl is short so that expiry scenarios finish in well under a second.
+const ttl = 300 * time.Millisecond
+
+func client(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func leased(t *testing.T, c redis.UniversalClient, opts ...mr.Option) *mr.Service {
+	t.Helper()
+	s, err := mr.NewLeased(c, append([]mr.Option{mr.WithTTL(ttl)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// acquireMany has n services acquire concurrently and returns their IDs.
+func acquireMany(t *testing.T, c redis.UniversalClient, n int, opts ...mr.Option) []int64 {
+	t.Helper()
+	svcs := make([]*mr.Service, n)
+	for i := range svcs {
+		svcs[i] = leased(t, c, opts...)
+	}
+	ids := make([]int64, n)
+	var g errgroup.Group
+	for i, s := range svcs {
+		g.Go(func() error {
+			id, err := s.MachineID(context.Background())
+			ids[i] = id
+			return err
+		})
+	}
+	require.NoError(t, g.Wait(), "every acquirer should get an ID")
+	return ids
+}
+
+func requireDistinct[T comparable](t *testing.T, xs []T, what string) {
+	t.Helper()
+	seen := make(map[T]int, len(xs))
+	for i, x := range xs {
+		if j, dup := seen[x]; dup {
+			require.Failf(t, "duplicate "+what, "%v at %d and %d", x, j, i)
+		}
+		seen[x] = i
+	}
+}
+
+func TestConcurrentAcquirersGetDistinctIDs(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	ids := acquireMany(t, c, 50, mr.WithRange(0, 63))
+	requireDistinct(t, ids, "machine ID")
+	for _, id := range ids {
+		assert.Less(t, id, int64(50), "IDs should be the lowest free ones")
+	}
+}
+
+func TestExhaustedRangeSaysWhy(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	acquireMany(t, c, 3, mr.WithRange(5, 7))
+	_, err := leased(t, c, mr.WithRange(5, 7)).MachineID(context.Background())
+	require.ErrorIs(t, err, mr.ErrExhausted)
+	assert.Contains(t, err.Error(), "all 3 IDs in 5..7 are leased")
+}
+
+func TestReleasedIDIsReused(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	a := leased(t, c, mr.WithRange(0, 0))
+	id, err := a.MachineID(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	assert.False(t, a.Lease().Valid, "a closed service's lease should be invalid")
+	b := leased(t, c, mr.WithRange(0, 0))
+	got, err := b.MachineID(context.Background())
+	require.NoError(t, err, "a released ID should be free at once")
+	assert.Equal(t, id, got)
+	assert.Equal(t, a.Lease().Until, b.Lease().After, "the new holder should inherit the old holder's mark")
+}
+
+func TestCrashedHoldersIDIsReclaimedAfterTTL(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	crashing := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	a := leased(t, crashing, mr.WithRange(0, 0))
+	_, err := a.MachineID(context.Background())
+	require.NoError(t, err)
+	mark := a.Lease().Until
+	require.NoError(t, crashing.Close()) // from now on a can neither renew nor release, as if it died
+
+	b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
+	_, err = b.MachineID(context.Background())
+	require.ErrorIs(t, err, mr.ErrExhausted, "a live-looking lease must not be taken")
+	require.Eventually(t, func() bool {
+		id, err := b.MachineID(context.Background())
+		return err == nil && id == 0
+	}, 10*ttl, ttl/10, "the crashed holder's ID should come back after its TTL")
+	assert.False(t, b.Lease().After.Before(mark), "After = %v; want at least the crashed holder's mark %v", b.Lease().After, mark)
+	assert.Eventually(t, func() bool { return !a.Lease().Valid }, 2*ttl, ttl/20, "the crashed holder should have stopped vouching for its lease")
+}
+
+func TestWatchFollowsTheLease(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	s := leased(t, c)
+	var mu sync.Mutex
+	var seen []machineid.Lease
+	stop := s.Watch(func(l machineid.Lease) {
+		mu.Lock()
+		seen = append(seen, l)
+		mu.Unlock()
+	})
+	defer stop()
+	_, err := s.MachineID(context.Background())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= 3 // before, acquired, renewed
+	}, 5*ttl, ttl/20, "a renewal should be reported")
+	require.NoError(t, s.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, int64(-1), seen[0].ID, "the first report should say nothing is held yet")
+	assert.True(t, seen[1].Valid, "the acquisition should be reported valid")
+	assert.True(t, seen[2].Until.After(seen[1].Until), "a renewal should raise Until")
+	assert.False(t, seen[len(seen)-1].Valid, "Close should be reported as an invalid lease")
+}
+
+// nextUntil calls NextID until it fails or the deadline passes and returns
+// the IDs and the error.
+func nextUntil(g *ringflake.Generator, d time.Duration) ([]ringflake.ID, error) {
+	var ids []ringflake.ID
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		id, err := g.NextID()
+		if err != nil {
+			return ids, err
+		}
+		ids = append(ids, id)
+		time.Sleep(time.Millisecond)
+	}
+	return ids, nil
+}
+
+func TestRedisStoppedMidRun(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	svc := leased(t, client(t, srv.Addr), mr.WithCallTimeout(50*time.Millisecond))
+	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	defer g.Close()
+
+	before, err := nextUntil(g, ttl)
+	require.NoError(t, err, "the generator should serve while Redis is up")
+	srv.Stop()
+	stopped := time.Now()
+	during, err := nextUntil(g, 10*ttl)
+	lost := time.Now()
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost, "the generator should refuse once the lease can't be proven")
+	var ce *ringflake.ClockError
+	require.ErrorAs(t, err, &ce)
+	assert.Less(t, lost.Sub(stopped), ttl, "it must stop before the TTL could have run out on the server")
+	assert.NotEmpty(t, during, "it should keep serving until the lease deadline")
+
+	srv.Restart()
+	var after []ringflake.ID
+	require.Eventually(t, func() bool {
+		id, err := g.NextID()
+		if err == nil {
+			after = append(after, id)
+		}
+		return err == nil
+	}, 10*ttl, ttl/20, "the generator should recover when Redis is back")
+	requireDistinct(t, append(append(before, during...), after...), "ID")
+}
+
+func TestRedisPausedMidRun(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	svc := leased(t, client(t, srv.Addr), mr.WithCallTimeout(50*time.Millisecond))
+	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	defer g.Close()
+	_, err = g.NextID()
+	require.NoError(t, err)
+	srv.Pause() // a hung server: the calls time out rather than fail
+	_, err = nextUntil(g, 10*ttl)
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
+	srv.Resume()
+	require.Eventually(t, func() bool { _, err := g.NextID(); return err == nil }, 10*ttl, ttl/20,
+		"the generator should recover when Redis answers again")
+}
+
+func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		ids    int64 // size of the range
+		waits  bool  // the new holder must wait for its clock to pass the mark
+		wantID int64
+	}{
+		{"one ID: waits for the mark", 1, true, 0},
+		{"spare ID: takes the other", 2, false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := client(t, redistest.Start(t).Addr)
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clockA := fakeclock.New(start)
+			a := leased(t, c, mr.WithRange(0, tt.ids-1), mr.WithClock(clockA.Now))
+			ga, err := ringflake.New(ringflake.WithMachineIDService(a), ringflake.WithClock(clockA.Now), ringflake.WithMaxWait(0))
+			require.NoError(t, err)
+			var ids []ringflake.ID
+			for range 100 {
+				clockA.Add(time.Millisecond)
+				id, err := ga.NextID()
+				require.NoError(t, err)
+				ids = append(ids, id)
+			}
+			require.NoError(t, ga.Close())
+
+			// The process restarts with its clock 5s behind.
+			clockB := fakeclock.New(clockA.Now().Add(-5 * time.Second))
+			b := leased(t, c, mr.WithRange(0, tt.ids-1), mr.WithClock(clockB.Now))
+			gb, err := ringflake.New(ringflake.WithMachineIDService(b), ringflake.WithClock(clockB.Now), ringflake.WithMaxWait(0))
+			require.NoError(t, err)
+			defer gb.Close()
+			require.Equal(t, tt.wantID, gb.MachineID())
+			_, err = gb.NextID()
+			if tt.waits {
+				require.ErrorIs(t, err, ringflake.ErrClockBehind, "the new holder must not issue at or below the previous mark")
+				clockB.Set(b.Lease().After.Add(time.Millisecond))
+				require.Eventually(t, func() bool { _, err := gb.NextID(); return err == nil }, 10*ttl, ttl/20,
+					"once the clock passes the mark, a renewal should open the window")
+			} else {
+				require.NoError(t, err)
+			}
+			for range 100 {
+				clockB.Add(time.Millisecond)
+				id, err := gb.NextID()
+				if err == nil {
+					ids = append(ids, id)
+				}
+			}
+			requireDistinct(t, ids, "ID")
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	single := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = single.Close(); _ = cluster.Close() })
+	tests := []struct {
+		name   string
+		client redis.UniversalClient
+		opts   []mr.Option
+		msg    string // empty: no error
+	}{
+		{"defaults", cluster, nil, ""},
+		{"untagged prefix on one node", single, []mr.Option{mr.WithPrefix("seed:")}, ""},
+		{"untagged prefix on a cluster", cluster, []mr.Option{mr.WithPrefix("seed:")}, `prefix "seed:" has no hash tag`},
+		{"empty hash tag", cluster, []mr.Option{mr.WithPrefix("{}x:")}, "has no hash tag"},
+		{"nil client", nil, nil, "client is nil"},
+		{"inverted range", single, []mr.Option{mr.WithRange(9, 3)}, "range 9..3"},
+		{"negative range", single, []mr.Option{mr.WithRange(-1, 3)}, "range -1..3"},
+		{"tiny TTL", single, []mr.Option{mr.WithTTL(time.Millisecond)}, "TTL = 1ms"},
+		{"huge margin", single, []mr.Option{mr.WithSafetyMargin(6 * time.Second)}, "safety margin = 6s"},
+		{"call timeout over TTL", single, []mr.Option{mr.WithCallTimeout(time.Minute)}, "call timeout = 1m0s"},
+		{"nil clock", single, []mr.Option{mr.WithClock(nil)}, "clock is nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := mr.NewLeased(tt.client, tt.opts...)
+			if tt.msg == "" {
+				require.NoError(t, err)
+				assert.NoError(t, s.Close(), "closing a service that never acquired")
+				return
+			}
+			require.ErrorIs(t, err, mr.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+func TestClosedServiceRefuses(t *testing.T) {
+	t.Parallel()
+	s := leased(t, client(t, redistest.Start(t).Addr))
+	require.NoError(t, s.Close())
+	_, err := s.MachineID(context.Background())
+	assert.ErrorIs(t, err, mr.ErrClosed)
+}
+
+func TestUnreachableRedisTimesOut(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := client(t, srv.Addr)
+	srv.Pause()
+	defer srv.Resume()
+	s := leased(t, c, mr.WithCallTimeout(50*time.Millisecond))
+	_, err := s.MachineID(context.Background())
+	require.ErrorIs(t, err, mr.ErrTimeout)
+	assert.Contains(t, err.Error(), "after 50ms")
+}
+
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { _ = c.Close() })
+	ids := acquireMany(t, c, 50, mr.WithRange(0, 63))
+	requireDistinct(t, ids, "machine ID")
+
+	// Generators sharing a small range on the Cluster: every ID distinct.
+	var all []ringflake.ID
+	var mu sync.Mutex
+	var g errgroup.Group
+	for range 4 {
+		g.Go(func() error {
+			svc, err := mr.NewLeased(c, mr.WithTTL(ttl), mr.WithRange(100, 103), mr.WithPrefix("{cluster-test}:"))
+			if err != nil {
+				return err
+			}
+			gen, err := ringflake.New(ringflake.WithMachineIDService(svc))
+			if err != nil {
+				return err
+			}
+			defer gen.Close()
+			got, err := nextUntil(gen, 2*ttl)
+			mu.Lock()
+			all = append(all, got...)
+			mu.Unlock()
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	require.NotEmpty(t, all)
+	requireDistinct(t, all, "ID")
+}
