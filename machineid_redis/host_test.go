@@ -1,0 +1,123 @@
+package machineid_redis_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ringflake/ringflake/internal/redistest"
+	mr "github.com/ringflake/ringflake/machineid_redis"
+)
+
+func hostMapped(t *testing.T, c redis.UniversalClient, host string, opts ...mr.Option) *mr.Service {
+	t.Helper()
+	s, err := mr.NewHostMapped(c, append([]mr.Option{mr.WithTTL(ttl), mr.WithHost(host)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestHostModeReadsAndExtendsTheSeedsData(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	ctx := context.Background()
+	// Data as the seed's Java service leaves it, under an untagged prefix.
+	const p = "seed:"
+	require.NoError(t, c.HSet(ctx, p+"IP_MACHINE_ID_MAPPING", "10.0.0.1", "1", "10.0.0.2", "2").Err())
+	require.NoError(t, c.Set(ctx, p+"MAX_ID", "2", 0).Err())
+
+	tests := []struct {
+		host string
+		want int64
+	}{
+		{"10.0.0.2", 2}, // mapped
+		{"10.0.0.9", 3}, // new: MAX_ID + 1
+		{"10.0.0.1", 1}, // mapped
+		{"10.0.0.7", 4}, // new
+	}
+	for _, tt := range tests {
+		id, err := hostMapped(t, c, tt.host, mr.WithPrefix(p)).MachineID(ctx)
+		require.NoError(t, err, "host %s", tt.host)
+		assert.Equal(t, tt.want, id, "host %s", tt.host)
+	}
+	assert.Equal(t, "4", c.Get(ctx, p+"MAX_ID").Val(), "MAX_ID should count the IDs handed out")
+	assert.Equal(t, "3", c.HGet(ctx, p+"IP_MACHINE_ID_MAPPING", "10.0.0.9").Val(), "the mapping should be stored as the seed stores it")
+}
+
+func TestHostModeConcurrentNewHostsGetDistinctIDs(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	const n = 50
+	svcs := make([]*mr.Service, n)
+	for i := range svcs {
+		svcs[i] = hostMapped(t, c, "10.1.0."+string(rune('a'+i%26))+string(rune('a'+i/26)))
+	}
+	ids := make([]int64, n)
+	var g errgroup.Group
+	for i, s := range svcs {
+		g.Go(func() error {
+			var err error
+			ids[i], err = s.MachineID(context.Background())
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	requireDistinct(t, ids, "machine ID")
+	for _, id := range ids {
+		assert.True(t, id >= 1 && id <= n, "ID %d; want 1..%d: no INCR may be lost or doubled", id, n)
+	}
+}
+
+func TestHostModeRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("second live process on the host", func(t *testing.T) {
+		t.Parallel()
+		c := client(t, redistest.Start(t).Addr)
+		first := hostMapped(t, c, "10.0.0.5")
+		id, err := first.MachineID(ctx)
+		require.NoError(t, err)
+		_, err = hostMapped(t, c, "10.0.0.5").MachineID(ctx)
+		require.ErrorIs(t, err, mr.ErrHostInUse)
+		assert.Contains(t, err.Error(), `host "10.0.0.5" maps to machine ID 1, leased by another process`)
+
+		require.NoError(t, first.Close())
+		next := hostMapped(t, c, "10.0.0.5")
+		got, err := next.MachineID(ctx)
+		require.NoError(t, err, "after the first process released, the host's ID should be free")
+		assert.Equal(t, id, got)
+		assert.Equal(t, first.Lease().Until, next.Lease().After, "host mode should apply the mark guard too")
+	})
+	t.Run("range used up", func(t *testing.T) {
+		t.Parallel()
+		c := client(t, redistest.Start(t).Addr)
+		for _, h := range []string{"a", "b", "c"} {
+			_, err := hostMapped(t, c, h, mr.WithRange(1, 3)).MachineID(ctx)
+			require.NoError(t, err)
+		}
+		_, err := hostMapped(t, c, "d", mr.WithRange(1, 3)).MachineID(ctx)
+		require.ErrorIs(t, err, mr.ErrExhausted)
+		assert.Contains(t, err.Error(), "MAX_ID = 3, the end of 1..3")
+		n, _ := c.Get(ctx, mr.DefaultPrefix+"MAX_ID").Int64()
+		assert.Equal(t, int64(3), n, "MAX_ID must never go past the range")
+	})
+	t.Run("mapping outside the range", func(t *testing.T) {
+		t.Parallel()
+		c := client(t, redistest.Start(t).Addr)
+		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "h", "2000").Err())
+		_, err := hostMapped(t, c, "h").MachineID(ctx)
+		require.ErrorIs(t, err, mr.ErrBadMapping)
+		assert.Contains(t, err.Error(), `host "h" maps to 2000, outside 1..1023`)
+	})
+	t.Run("mapping not a number", func(t *testing.T) {
+		t.Parallel()
+		c := client(t, redistest.Start(t).Addr)
+		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "h", "\xac\xed\x00\x05").Err())
+		_, err := hostMapped(t, c, "h").MachineID(ctx)
+		require.ErrorIs(t, err, mr.ErrBadMapping)
+	})
+}

@@ -1,0 +1,50 @@
+package machineid_redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake/internal/redistest"
+)
+
+// TestScriptsAreIdempotent runs each script twice with the same arguments,
+// as a client retry would, and checks the second run changes nothing.
+func TestScriptsAreIdempotent(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	for _, m := range []mode{modeLease, modeHost} {
+		s, err := newService(c, m, []Option{WithHost("10.9.9.9"), WithRange(1, 1), WithPrefix("{idem" + string('0'+rune(m)) + "}:")})
+		require.NoError(t, err)
+		require.NoError(t, c.HSet(ctx, s.keys[0], "1", "5000").Err(), "a previous holder's mark")
+
+		require.NoError(t, s.acquire(ctx))
+		first := s.Lease()
+		require.Equal(t, int64(1), first.ID)
+		require.Equal(t, time.UnixMilli(5000), first.After, "After should be the previous holder's mark")
+		require.NoError(t, s.acquire(ctx), "a resent acquire")
+		again := s.Lease()
+		assert.Equal(t, first.ID, again.ID, "mode %d: a resent acquire must return the same ID", m)
+		assert.Equal(t, first.After, again.After, "mode %d: a resent acquire must not take its own mark for the previous holder's", m)
+		if m == modeHost {
+			assert.Equal(t, "1", c.Get(ctx, s.cfg.prefix+"MAX_ID").Val(), "a resent host acquire must not INCR again")
+		}
+
+		require.NoError(t, s.renewLease(ctx))
+		require.NoError(t, s.renewLease(ctx), "a resent renewal")
+		assert.True(t, s.Lease().Valid)
+
+		require.NoError(t, s.Close())
+		_, err = s.eval(ctx, release, s.cfg.prefix, s.token, first.ID)
+		require.NoError(t, err, "a resent release")
+		n, err := c.Exists(ctx, s.cfg.prefix+"LEASE:1").Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "mode %d: the lease should be gone after release", m)
+	}
+}
