@@ -88,7 +88,7 @@ func WithClock(clock func() time.Time) Option {
 
 // WithHost sets, in host mode, the name the mapping files the machine ID
 // under. The default is the host's first private IPv4 address, as the
-// seed's mapping uses.
+// seed's mapping uses, or the hostname if it has none.
 func WithHost(h string) Option {
 	return optionFunc(func(c *config) { c.host = h })
 }

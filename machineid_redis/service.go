@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -101,11 +102,11 @@ func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, 
 		return nil, err
 	}
 	if m == modeHost && c.host == "" {
-		ip, err := machineid.PrivateIPv4()
+		h, err := defaultHost()
 		if err != nil {
-			return nil, fmt.Errorf("%w: no host name given and %w", ErrInvalidConfig, err)
+			return nil, err
 		}
-		c.host = ip.String()
+		c.host = h
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
@@ -126,6 +127,19 @@ func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, 
 	s.expiry = time.AfterFunc(time.Hour, s.expire)
 	s.expiry.Stop()
 	return s, nil
+}
+
+// defaultHost is the host mode's name for this host: its first private
+// IPv4 address, as the seed's mapping uses, or else its hostname.
+func defaultHost() (string, error) {
+	if ip, err := machineid.PrivateIPv4(); err == nil {
+		return ip.String(), nil
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "", fmt.Errorf("%w: no host name given, no private IPv4 address and no hostname (%v)", ErrInvalidConfig, err)
+	}
+	return h, nil
 }
 
 // MachineID returns the leased machine ID, acquiring a lease first if the

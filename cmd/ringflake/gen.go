@@ -2,18 +2,25 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/ringflake/ringflake"
 )
 
 // genFlags holds the parsed flags of "ringflake gen".
 type genFlags struct {
-	n         int64
-	machineID int64
+	n           int64
+	machineID   int64
+	clockOffset time.Duration
+	redis       redisFlags
 }
 
 func runGen(args []string, stdout, stderr io.Writer) error {
@@ -21,6 +28,9 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
 	fs.Int64Var(&f.n, "n", 1, "number of IDs to print")
 	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID, 0..1023 with the default layout")
+	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
+		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
+	f.redis.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -30,22 +40,54 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if f.n < 0 {
 		return usageError("gen: -n = %d; want 0 or more", f.n)
 	}
-	g, err := ringflake.New(ringflake.WithMachineID(f.machineID))
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := f.redis.check(set); err != nil {
+		return err
+	}
+	opts := []ringflake.Option{ringflake.WithMachineID(f.machineID)}
+	var clock func() time.Time
+	if f.clockOffset != 0 {
+		off := f.clockOffset
+		clock = func() time.Time { return time.Now().Add(off) }
+		opts = append(opts, ringflake.WithClock(clock))
+	}
+	if f.redis.addr != "" {
+		svc, done, err := f.redis.service(ringflake.DefaultLayout().MaxMachine(), clock)
+		if err != nil {
+			return err
+		}
+		defer done()
+		// A restarted process may have to wait for its clock to pass the
+		// previous holder's mark, up to a TTL; Redis blips are ridden
+		// out the same way.
+		opts[0] = ringflake.WithMachineIDService(svc)
+		opts = append(opts, ringflake.WithMaxWait(f.redis.ttl))
+	}
+	g, err := ringflake.New(opts...)
 	if err != nil {
+		if f.redis.addr != "" {
+			return fmt.Errorf("gen: %w", err) // no machine ID to be had: a failure, not bad input
+		}
 		return usageError("gen: %v", err)
 	}
-	defer g.Close()
-	return writeIDs(g, f.n, stdout)
+	defer g.Close() // releases a Redis lease
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return writeIDs(ctx, g, f.n, stdout)
 }
 
-// writeIDs prints n IDs from g, one decimal per line.
-func writeIDs(g *ringflake.Generator, n int64, stdout io.Writer) error {
+// writeIDs prints n IDs from g, one decimal per line, until ctx is done.
+func writeIDs(ctx context.Context, g *ringflake.Generator, n int64, stdout io.Writer) error {
 	w := bufio.NewWriter(stdout)
 	var buf [20]byte
 	for i := int64(0); i < n; i++ {
-		id, err := g.NextID()
+		id, err := g.NextIDContext(ctx)
 		if err != nil {
 			w.Flush()
+			if ctx.Err() != nil {
+				return fmt.Errorf("gen: interrupted after %d IDs", i)
+			}
 			return fmt.Errorf("gen: after %d IDs: %w", i, err)
 		}
 		w.Write(strconv.AppendInt(buf[:0], int64(id), 10))

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ringflake/ringflake/internal/redistest"
+)
+
+// buildCLI builds the ringflake binary once per test.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ringflake")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// proc is the outcome of one CLI process.
+type proc struct {
+	args   []string
+	ids    []int64
+	stderr string
+	killed bool
+	code   int
+}
+
+// runCLI runs the binary and, if stopAfter > 0, sends sig after that long.
+// Only complete lines count: a killed process may leave half a line.
+func runCLI(ctx context.Context, bin string, args []string, stopAfter time.Duration, sig syscall.Signal) (proc, error) {
+	p := proc{args: args}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return p, err
+	}
+	if stopAfter > 0 {
+		timer := time.AfterFunc(stopAfter, func() { _ = cmd.Process.Signal(sig) })
+		defer timer.Stop()
+	}
+	err := cmd.Wait()
+	p.stderr = stderr.String()
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.killed = true
+		}
+		p.code = ee.ExitCode()
+	} else if err != nil {
+		return p, err
+	}
+	out := stdout.String()
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[:i]
+	} else {
+		out = ""
+	}
+	for _, line := range strings.Fields(out) {
+		id, err := strconv.ParseInt(line, 10, 64)
+		if err != nil {
+			return p, fmt.Errorf("stdout line %q is not a decimal ID", line)
+		}
+		p.ids = append(p.ids, id)
+	}
+	return p, nil
+}
+
+// TestCLIProcessesKilledAndRestartedShareOneRedis runs rounds of CLI
+// processes against one Redis with a small range of machine IDs: some
+// finish, some are killed with SIGKILL (holding their lease until the TTL),
+// some stop on SIGTERM (releasing it), and some run with their clock behind.
+// Every ID printed by any of them must be distinct, and every refusal must
+// say why on one line.
+func TestCLIProcessesKilledAndRestartedShareOneRedis(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	srv := redistest.Start(t)
+	const rounds, perRound = 6, 5
+	rng := rand.New(rand.NewPCG(1, 2))
+	var (
+		mu    sync.Mutex
+		procs []proc
+	)
+	for round := range rounds {
+		var g errgroup.Group
+		for i := range perRound {
+			args := []string{"gen", "--redis", srv.Addr, "--machine-range", "0-6", "--lease-ttl", "300ms", "-n", "50000"}
+			if (round+i)%4 == 3 {
+				args = append(args, "--clock-offset", "-700ms")
+			}
+			var stopAfter time.Duration
+			sig := syscall.SIGKILL
+			switch i % 3 {
+			case 0:
+				stopAfter = time.Duration(rng.IntN(40)+1) * time.Millisecond
+			case 1:
+				stopAfter, sig = time.Duration(rng.IntN(40)+1)*time.Millisecond, syscall.SIGTERM
+			}
+			g.Go(func() error {
+				p, err := runCLI(context.Background(), bin, args, stopAfter, sig)
+				if err != nil {
+					return fmt.Errorf("round %d, %v: %w", round, args, err)
+				}
+				mu.Lock()
+				procs = append(procs, p)
+				mu.Unlock()
+				return nil
+			})
+		}
+		require.NoError(t, g.Wait())
+		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+	}
+
+	var all []int64
+	outcomes := map[string]int{}
+	for _, p := range procs {
+		all = append(all, p.ids...)
+		switch {
+		case p.killed:
+			outcomes["killed"]++
+		case p.code == 0:
+			outcomes["finished"]++
+			assert.Empty(t, p.stderr, "a process that finished should print nothing on stderr")
+		default:
+			msg := strings.TrimSuffix(p.stderr, "\n")
+			outcomes[reason(msg)]++
+			assert.NotContains(t, msg, "\n", "%v: want a one-line reason, got %q", p.args, p.stderr)
+			assert.True(t, strings.HasPrefix(msg, "ringflake: gen: "), "%v: stderr %q should start with the command", p.args, msg)
+		}
+	}
+	t.Logf("%d processes, %d IDs; outcomes %v", len(procs), len(all), outcomes)
+	require.NotEmpty(t, all, "some process should have printed IDs")
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		require.NotEqual(t, all[i-1], all[i], "ID %d printed twice across processes", all[i])
+	}
+}
+
+// reason shortens a refusal to its kind, for the test's log.
+func reason(msg string) string {
+	for _, k := range []string{"interrupted", "leased", "behind", "not held"} {
+		if strings.Contains(msg, k) {
+			return k
+		}
+	}
+	return msg
+}
+
+func TestCLINoMachineIDSaysWhy(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	srv := redistest.Start(t)
+	holder := exec.Command(bin, "gen", "--redis", srv.Addr, "--machine-range", "3-3", "-n", "100000000")
+	require.NoError(t, holder.Start())
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	time.Sleep(200 * time.Millisecond) // let it take the only ID
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"range exhausted", []string{"gen", "--redis", srv.Addr, "--machine-range", "3-3"}, 1, "all 1 IDs in 3..3 are leased"},
+		{"no server", []string{"gen", "--redis", "127.0.0.1:1"}, 1, "connection refused"},
+		{"range past the layout", []string{"gen", "--redis", srv.Addr, "--machine-range", "0-5000"}, 2, "the layout's machine IDs are 0..1023"},
+		{"bad range", []string{"gen", "--redis", srv.Addr, "--machine-range", "7"}, 2, `--machine-range = "7"`},
+		{"bad mode", []string{"gen", "--redis", srv.Addr, "--redis-mode", "ip"}, 2, `--redis-mode = "ip"`},
+		{"redis flag without redis", []string{"gen", "--lease-ttl", "1s"}, 2, "--lease-ttl needs --redis"},
+		{"both machine sources", []string{"gen", "--redis", srv.Addr, "--machine-id", "4"}, 2, "choose one"},
+		{"untagged prefix on a cluster", []string{"gen", "--redis", srv.Addr + "," + srv.Addr, "--redis-prefix", "x:"}, 2, "has no hash tag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := runCLI(context.Background(), bin, tt.args, 0, 0)
+			require.NoError(t, err)
+			assert.Equal(t, tt.code, p.code, "exit status; stderr %q", p.stderr)
+			assert.Empty(t, p.ids, "stdout should stay empty")
+			assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
+			assert.Contains(t, p.stderr, tt.msg)
+		})
+	}
+}
