@@ -1,0 +1,188 @@
+package ringflake_test
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
+)
+
+func TestJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	type doc struct {
+		ID   ringflake.ID                `json:"id"`
+		Ptr  *ringflake.ID               `json:"ptr"`
+		Null ringflake.NullID            `json:"null"`
+		Keys map[ringflake.ID]string     `json:"keys"`
+		List []ringflake.ID              `json:"list"`
+		Nest map[string]ringflake.NullID `json:"nest"`
+	}
+	for _, id := range edgeIDs {
+		t.Run(id.String(), func(t *testing.T) {
+			t.Parallel()
+			in := doc{
+				ID: id, Ptr: &id, Null: ringflake.NullID{ID: id, Valid: true},
+				Keys: map[ringflake.ID]string{id: "x"}, List: []ringflake.ID{id, 0},
+				Nest: map[string]ringflake.NullID{"a": {ID: id, Valid: true}, "b": {}},
+			}
+			b, err := json.Marshal(in)
+			require.NoError(t, err)
+			assert.Contains(t, string(b), `"id":"`+id.String()+`"`, "ID marshals as a JSON string")
+			var out doc
+			require.NoError(t, json.Unmarshal(b, &out), "unmarshal %s", b)
+			assert.Equal(t, in, out, "round trip through %s", b)
+		})
+	}
+}
+
+func TestUnmarshalJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    ringflake.ID
+		wantErr error
+	}{
+		{`"383078035417174017"`, 383078035417174017, nil},
+		{`383078035417174017`, 383078035417174017, nil},
+		{`0`, 0, nil},
+		{`"0"`, 0, nil},
+		{`9223372036854775807`, math.MaxInt64, nil},
+		{`null`, 77, nil}, // unchanged
+		{`9223372036854775808`, 77, ringflake.ErrIDOverflow},
+		{`-1`, 77, ringflake.ErrIDNegative},
+		{`"-1"`, 77, ringflake.ErrIDNegative},
+		{`1.0`, 77, ringflake.ErrIDCharacter},
+		{`1e3`, 77, ringflake.ErrIDCharacter},
+		{`""`, 77, ringflake.ErrIDLength},
+		{`"\u0031"`, 77, ringflake.ErrIDCharacter},
+		{`"0AM7QE674Q401"`, 77, ringflake.ErrIDCharacter},
+		{`true`, 77, ringflake.ErrIDCharacter},
+		{`"null"`, 77, ringflake.ErrIDCharacter},
+		{`{}`, 77, ringflake.ErrIDCharacter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			id := ringflake.ID(77)
+			err := json.Unmarshal([]byte(tt.in), &id)
+			if tt.wantErr != nil {
+				assert.ErrorIs(t, err, tt.wantErr, "json.Unmarshal(%s)", tt.in)
+			} else {
+				assert.NoError(t, err, "json.Unmarshal(%s)", tt.in)
+			}
+			assert.Equal(t, tt.want, id, "ID after json.Unmarshal(%s)", tt.in)
+		})
+	}
+}
+
+func TestUnmarshalJSONDirect(t *testing.T) {
+	t.Parallel()
+	// encoding/json validates its input first; a direct call need not be.
+	for _, in := range []string{``, `"`, `"1`, `1"`, ` 1`, `[1]`} {
+		id := ringflake.ID(77)
+		err := id.UnmarshalJSON([]byte(in))
+		assert.Error(t, err, "UnmarshalJSON(%q)", in)
+		assert.Equal(t, ringflake.ID(77), id, "UnmarshalJSON(%q) changed the ID on error", in)
+	}
+}
+
+func TestMarshalNegative(t *testing.T) {
+	t.Parallel()
+	id := ringflake.ID(-5)
+	_, err := id.MarshalJSON()
+	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "MarshalJSON")
+	_, err = id.MarshalText()
+	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "MarshalText")
+	b, err := id.AppendText([]byte("x"))
+	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "AppendText")
+	assert.Equal(t, "x", string(b), "AppendText returns the buffer unchanged on error")
+	_, err = json.Marshal(struct{ ID ringflake.ID }{id})
+	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "json.Marshal")
+}
+
+func TestText(t *testing.T) {
+	t.Parallel()
+	for _, id := range edgeIDs {
+		b, err := id.MarshalText()
+		require.NoError(t, err)
+		assert.Equal(t, id.String(), string(b), "MarshalText")
+		b, err = id.AppendText([]byte("id="))
+		require.NoError(t, err)
+		assert.Equal(t, "id="+id.String(), string(b), "AppendText")
+		var got ringflake.ID
+		require.NoError(t, got.UnmarshalText([]byte(id.String())))
+		assert.Equal(t, id, got, "UnmarshalText(%q)", id.String())
+	}
+	got := ringflake.ID(77)
+	assert.ErrorIs(t, got.UnmarshalText([]byte("x")), ringflake.ErrIDCharacter)
+	assert.Equal(t, ringflake.ID(77), got, "UnmarshalText changed the ID on error")
+}
+
+func TestXML(t *testing.T) {
+	t.Parallel()
+	type doc struct {
+		ID   ringflake.ID `xml:"id,attr"`
+		Body ringflake.ID `xml:"body"`
+	}
+	in := doc{ID: 383078035417174017, Body: math.MaxInt64}
+	b, err := xml.Marshal(in)
+	require.NoError(t, err)
+	assert.Equal(t, `<doc id="383078035417174017"><body>9223372036854775807</body></doc>`, string(b))
+	var out doc
+	require.NoError(t, xml.Unmarshal(b, &out))
+	assert.Equal(t, in, out)
+}
+
+func TestTextAllocs(t *testing.T) {
+	id := ringflake.ID(math.MaxInt64)
+	buf := make([]byte, 0, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		buf, _ = id.AppendText(buf[:0])
+	})
+	assert.Zero(t, allocs, "AppendText into a buffer with room allocates")
+}
+
+func ExampleID_MarshalJSON() {
+	b, _ := json.Marshal(struct {
+		ID ringflake.ID `json:"id"`
+	}{383078035417174017})
+	fmt.Println(string(b))
+	// Output: {"id":"383078035417174017"}
+}
+
+func ExampleID_UnmarshalJSON() {
+	var v struct {
+		A, B, C ringflake.ID
+	}
+	v.C = 7
+	// A string, a bare number, and null (which leaves C unchanged).
+	err := json.Unmarshal([]byte(`{"A":"383078035417174017","B":383078035417174018,"C":null}`), &v)
+	fmt.Println(v.A, v.B, v.C, err)
+	// Output: 383078035417174017 383078035417174018 7 <nil>
+}
+
+func ExampleID_MarshalText() {
+	b, _ := ringflake.ID(383078035417174017).MarshalText()
+	fmt.Println(string(b))
+	// Output: 383078035417174017
+}
+
+func ExampleID_UnmarshalText() {
+	var id ringflake.ID
+	err := id.UnmarshalText([]byte("383078035417174017"))
+	fmt.Println(id, err)
+	// Output: 383078035417174017 <nil>
+}
+
+func ExampleID_AppendText() {
+	buf := []byte("id=")
+	buf, _ = ringflake.ID(383078035417174017).AppendText(buf)
+	fmt.Println(string(buf))
+	// Output: id=383078035417174017
+}
