@@ -1,0 +1,209 @@
+package ringflake_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/fakeclock"
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// fakeLeaser is an in-process machineid.Leaser whose lease the test sets.
+// It stands in for Redis only in these unit tests of the generator's side.
+type fakeLeaser struct {
+	id, err  func() (int64, error)
+	block    bool // MachineID waits for ctx to end
+	mu       sync.Mutex
+	lease    machineid.Lease
+	watchers map[int]func(machineid.Lease)
+	n        int
+	closes   int
+}
+
+func newFakeLeaser(l machineid.Lease) *fakeLeaser {
+	return &fakeLeaser{lease: l, watchers: map[int]func(machineid.Lease){}}
+}
+
+func (f *fakeLeaser) MachineID(ctx context.Context) (int64, error) {
+	if f.block {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lease.ID, nil
+}
+
+func (f *fakeLeaser) Watch(fn func(machineid.Lease)) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := f.n
+	f.n++
+	f.watchers[k] = fn
+	fn(f.lease)
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.watchers, k)
+	}
+}
+
+func (f *fakeLeaser) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closes++
+	return nil
+}
+
+// set changes the lease and tells the watchers, as a renewal would.
+func (f *fakeLeaser) set(l machineid.Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lease = l
+	for _, fn := range f.watchers {
+		fn(l)
+	}
+}
+
+func (f *fakeLeaser) closeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closes
+}
+
+var leaseStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func leasedGenerator(t *testing.T, f *fakeLeaser, clock *fakeclock.Clock) *ringflake.Generator {
+	t.Helper()
+	g, err := ringflake.New(ringflake.WithMachineIDService(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+func TestLeaseBounds(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	tests := []struct {
+		name    string
+		lease   machineid.Lease
+		at      time.Time
+		wantErr error // nil: issues
+	}{
+		{"no bounds", machineid.Lease{ID: 3, Valid: true}, leaseStart, nil},
+		{"invalid", machineid.Lease{ID: 3}, leaseStart, ringflake.ErrLeaseLost},
+		{"at the previous holder's mark", machineid.Lease{ID: 3, Valid: true, After: leaseStart}, leaseStart, ringflake.ErrClockBehind},
+		{"before the previous holder's mark", machineid.Lease{ID: 3, Valid: true, After: leaseStart.Add(5 * time.Second)}, leaseStart, ringflake.ErrClockBehind},
+		{"just past the mark", machineid.Lease{ID: 3, Valid: true, After: leaseStart}, leaseStart.Add(ms), nil},
+		{"at the confirmed mark", machineid.Lease{ID: 3, Valid: true, Until: leaseStart}, leaseStart, nil},
+		{"past the confirmed mark", machineid.Lease{ID: 3, Valid: true, Until: leaseStart}, leaseStart.Add(ms), ringflake.ErrLeaseLost},
+		{"inside both", machineid.Lease{ID: 3, Valid: true, After: leaseStart.Add(-ms), Until: leaseStart.Add(ms)}, leaseStart, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := leasedGenerator(t, newFakeLeaser(tt.lease), fakeclock.New(tt.at))
+			id, err := g.NextID()
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr, "NextID() = %d", id)
+				var ce *ringflake.ClockError
+				assert.ErrorAs(t, err, &ce, "a lease refusal should be a *ClockError")
+				return
+			}
+			require.NoError(t, err)
+			p := g.Layout().Decompose(id)
+			assert.Equal(t, int64(3), p.Machine)
+			assert.Equal(t, tt.at, p.Time, "the ID should carry the clock's time")
+		})
+	}
+}
+
+func TestLeaseLostAndRegained(t *testing.T) {
+	t.Parallel()
+	f := newFakeLeaser(machineid.Lease{ID: 7, Valid: true})
+	clock := fakeclock.New(leaseStart)
+	g := leasedGenerator(t, f, clock)
+	_, err := g.NextID()
+	require.NoError(t, err)
+
+	f.set(machineid.Lease{ID: 7})
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost, "no ID may be issued on a lost lease")
+
+	// Regained as another ID, whose previous holder used up to now.
+	f.set(machineid.Lease{ID: 9, Valid: true, After: clock.Now()})
+	assert.Equal(t, int64(9), g.MachineID())
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrClockBehind, "the new ID's previous holder's time must not be reused")
+	clock.Add(time.Millisecond)
+	id, err := g.NextID()
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), g.Layout().Decompose(id).Machine)
+}
+
+func TestLeaseAcquireFailures(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		f       *fakeLeaser
+		opts    []ringflake.Option
+		wantErr error
+	}{
+		{"ID above the layout's range", newFakeLeaser(machineid.Lease{ID: 5000, Valid: true}), nil, ringflake.ErrInvalidConfig},
+		{"negative ID", newFakeLeaser(machineid.Lease{ID: -1, Valid: true}), nil, ringflake.ErrInvalidConfig},
+		{"service blocks past the timeout", &fakeLeaser{block: true}, []ringflake.Option{ringflake.WithAcquireTimeout(10 * time.Millisecond)}, context.DeadlineExceeded},
+		{"service fails", &fakeLeaser{}, nil, boom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc := machineid.Leaser(tt.f)
+			if tt.wantErr == boom {
+				svc = failingLeaser{tt.f, boom}
+			}
+			_, err := ringflake.New(append([]ringflake.Option{ringflake.WithMachineIDService(svc)}, tt.opts...)...)
+			require.ErrorIs(t, err, tt.wantErr)
+			assert.Equal(t, 1, tt.f.closeCount(), "a failed New should close the leaser it could not use")
+		})
+	}
+}
+
+// failingLeaser is a fakeLeaser whose MachineID fails.
+type failingLeaser struct {
+	*fakeLeaser
+	err error
+}
+
+func (f failingLeaser) MachineID(context.Context) (int64, error) { return 0, f.err }
+
+func TestGeneratorCloseReleasesTheLease(t *testing.T) {
+	t.Parallel()
+	f := newFakeLeaser(machineid.Lease{ID: 1, Valid: true})
+	g, err := ringflake.New(ringflake.WithMachineIDService(f))
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	require.NoError(t, g.Close())
+	assert.Equal(t, 1, f.closeCount(), "Close should release the lease exactly once")
+	f.set(machineid.Lease{ID: 1, Valid: true}) // a late report must not reopen it
+	_, err = g.NextID()
+	assert.ErrorIs(t, err, ringflake.ErrClosed)
+	assert.Equal(t, int64(-1), g.MachineID())
+}
+
+func TestPlainServiceGivesAFixedID(t *testing.T) {
+	t.Parallel()
+	g, err := ringflake.New(ringflake.WithMachineIDService(machineid.Static(12, ringflake.DefaultLayout().MaxMachine())))
+	require.NoError(t, err)
+	defer g.Close()
+	id, err := g.NextID()
+	require.NoError(t, err)
+	assert.Equal(t, int64(12), g.Layout().Decompose(id).Machine)
+}
