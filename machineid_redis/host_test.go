@@ -1,7 +1,6 @@
 package machineid_redis_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -24,7 +23,7 @@ func hostMapped(t *testing.T, c redis.UniversalClient, host string, opts ...mr.O
 func TestHostModeReadsAndExtendsTheSeedsData(t *testing.T) {
 	t.Parallel()
 	c := client(t, redistest.Start(t).Addr)
-	ctx := context.Background()
+	ctx := acquireCtx(t)
 	// Data as the seed's Java service leaves it, under an untagged prefix.
 	const p = "seed:"
 	require.NoError(t, c.HSet(ctx, p+"IP_MACHINE_ID_MAPPING", "10.0.0.1", "1", "10.0.0.2", "2").Err())
@@ -57,11 +56,12 @@ func TestHostModeConcurrentNewHostsGetDistinctIDs(t *testing.T) {
 		svcs[i] = hostMapped(t, c, "10.1.0."+string(rune('a'+i%26))+string(rune('a'+i/26)))
 	}
 	ids := make([]int64, n)
+	ctx := acquireCtx(t)
 	var g errgroup.Group
 	for i, s := range svcs {
 		g.Go(func() error {
 			var err error
-			ids[i], err = s.MachineID(context.Background())
+			ids[i], err = s.MachineID(ctx)
 			return err
 		})
 	}
@@ -74,7 +74,7 @@ func TestHostModeConcurrentNewHostsGetDistinctIDs(t *testing.T) {
 
 func TestHostModeRefusals(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := acquireCtx(t)
 	t.Run("second live process on the host", func(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)

@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// acquire runs the mode's acquire script once and, on success, records the
-// lease. The caller holds acqMu.
-func (s *Service) acquire(ctx context.Context) error {
+// acquire runs the mode's acquire script once, waiting at most timeout, and
+// on success records the lease. The caller holds acqMu.
+func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 	sent := time.Now() // before the call: the server's TTL starts later
 	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
 	var (
@@ -19,9 +19,9 @@ func (s *Service) acquire(ctx context.Context) error {
 		err error
 	)
 	if s.mode == modeHost {
-		res, err = s.eval(ctx, hostAcquire, s.cfg.prefix, s.token, s.cfg.host, s.cfg.min, s.cfg.max, ttl, now, ttl)
+		res, err = s.eval(ctx, timeout, hostAcquire, s.cfg.prefix, s.token, s.cfg.host, s.cfg.min, s.cfg.max, ttl, now, ttl)
 	} else {
-		res, err = s.eval(ctx, leaseAcquire, s.cfg.prefix, s.token, s.cfg.min, s.cfg.max, ttl, now, ttl)
+		res, err = s.eval(ctx, timeout, leaseAcquire, s.cfg.prefix, s.token, s.cfg.min, s.cfg.max, ttl, now, ttl)
 	}
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func (s *Service) renewLease(ctx context.Context) error {
 	s.mu.Unlock()
 	sent := time.Now()
 	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
-	res, err := s.eval(ctx, renew, s.cfg.prefix, s.token, id, ttl, now, ttl)
+	res, err := s.eval(ctx, s.cfg.callTimeout, renew, s.cfg.prefix, s.token, id, ttl, now, ttl)
 	switch {
 	case err != nil:
 		return err
@@ -176,16 +176,16 @@ func (s *Service) refresh() error {
 			return err
 		}
 	}
-	return s.acquire(s.ctx)
+	return s.acquire(s.ctx, s.cfg.callTimeout)
 }
 
-// eval runs a script with the service's keys, waiting at most the call
-// timeout whatever the client's settings: go-redis ignores ctx deadlines
+// eval runs a script with the service's keys, waiting at most timeout
+// whatever the client's settings: go-redis ignores ctx deadlines
 // unless ContextTimeoutEnabled is set, so the call runs in its own
 // goroutine, which finishes when the client gives up. Its late answer is
 // dropped; the scripts are idempotent, so the next call finds its effect.
-func (s *Service) eval(ctx context.Context, sc *redis.Script, args ...any) ([]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.callTimeout)
+func (s *Service) eval(ctx context.Context, timeout time.Duration, sc *redis.Script, args ...any) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type result struct {
 		v   []int64
@@ -206,7 +206,7 @@ func (s *Service) eval(ctx context.Context, sc *redis.Script, args ...any) ([]in
 		if s.ctx.Err() != nil && ctx.Err() == context.Canceled {
 			return nil, ErrClosed
 		}
-		return nil, fmt.Errorf("%w after %v: %w", ErrTimeout, s.cfg.callTimeout, ctx.Err())
+		return nil, fmt.Errorf("%w after %v: %w", ErrTimeout, timeout.Round(time.Millisecond), ctx.Err())
 	}
 }
 

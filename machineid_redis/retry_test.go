@@ -24,11 +24,11 @@ func TestScriptsAreIdempotent(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, c.HSet(ctx, s.keys[0], "1", "5000").Err(), "a previous holder's mark")
 
-		require.NoError(t, s.acquire(ctx))
+		require.NoError(t, s.acquire(ctx, time.Second))
 		first := s.Lease()
 		require.Equal(t, int64(1), first.ID)
 		require.Equal(t, time.UnixMilli(5000), first.After, "After should be the previous holder's mark")
-		require.NoError(t, s.acquire(ctx), "a resent acquire")
+		require.NoError(t, s.acquire(ctx, time.Second), "a resent acquire")
 		again := s.Lease()
 		assert.Equal(t, first.ID, again.ID, "mode %d: a resent acquire must return the same ID", m)
 		assert.Equal(t, first.After, again.After, "mode %d: a resent acquire must not take its own mark for the previous holder's", m)
@@ -41,7 +41,7 @@ func TestScriptsAreIdempotent(t *testing.T) {
 		assert.True(t, s.Lease().Valid)
 
 		require.NoError(t, s.Close())
-		_, err = s.eval(ctx, release, s.cfg.prefix, s.token, first.ID)
+		_, err = s.eval(ctx, time.Second, release, s.cfg.prefix, s.token, first.ID)
 		require.NoError(t, err, "a resent release")
 		n, err := c.Exists(ctx, s.cfg.prefix+"LEASE:1").Result()
 		require.NoError(t, err)

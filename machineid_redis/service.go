@@ -144,7 +144,8 @@ func defaultHost() (string, error) {
 
 // MachineID returns the leased machine ID, acquiring a lease first if the
 // service holds none, and then starts renewing it in the background. It
-// makes at most one acquire call, bounded by ctx and the call timeout. It
+// makes at most one acquire call, bounded by ctx's deadline if it has one,
+// else by the call timeout. It
 // returns an error wrapping [ErrExhausted], [ErrHostInUse],
 // [ErrBadMapping], [ErrTimeout], [ErrClosed], or the client's error.
 func (s *Service) MachineID(ctx context.Context) (int64, error) {
@@ -162,7 +163,13 @@ func (s *Service) MachineID(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
-	if err := s.acquire(ctx); err != nil {
+	// The first acquisition has no lease at stake, so a caller's longer
+	// deadline (the generator's acquire timeout) may replace the call timeout.
+	timeout := s.cfg.callTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	if err := s.acquire(ctx, timeout); err != nil {
 		return -1, err
 	}
 	s.mu.Lock()
@@ -211,7 +218,7 @@ func (s *Service) Close() error {
 		s.held = false
 		s.mu.Unlock()
 		if id >= 0 {
-			_, err := s.eval(context.Background(), release, s.cfg.prefix, s.token, id)
+			_, err := s.eval(context.Background(), s.cfg.callTimeout, release, s.cfg.prefix, s.token, id)
 			if err != nil {
 				s.closeErr = fmt.Errorf("machineid_redis: releasing machine ID %d: %w", id, err)
 			}

@@ -18,8 +18,9 @@ import (
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
-// ttl is short so that expiry scenarios finish in well under a second.
-const ttl = 300 * time.Millisecond
+// ttl is short so that expiry scenarios take about a second, and long
+// enough that a loaded machine running tests in parallel keeps its leases.
+const ttl = 600 * time.Millisecond
 
 func client(t *testing.T, addr string) *redis.Client {
 	t.Helper()
@@ -44,16 +45,26 @@ func acquireMany(t *testing.T, c redis.UniversalClient, n int, opts ...mr.Option
 		svcs[i] = leased(t, c, opts...)
 	}
 	ids := make([]int64, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var g errgroup.Group
 	for i, s := range svcs {
 		g.Go(func() error {
-			id, err := s.MachineID(context.Background())
+			id, err := s.MachineID(ctx)
 			ids[i] = id
 			return err
 		})
 	}
 	require.NoError(t, g.Wait(), "every acquirer should get an ID")
 	return ids
+}
+
+// acquireCtx bounds an acquisition generously, as the generator's acquire
+// timeout does: under load the first call may queue for a connection.
+func acquireCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func requireDistinct[T comparable](t *testing.T, xs []T, what string) {
@@ -81,7 +92,7 @@ func TestExhaustedRangeSaysWhy(t *testing.T) {
 	t.Parallel()
 	c := client(t, redistest.Start(t).Addr)
 	acquireMany(t, c, 3, mr.WithRange(5, 7))
-	_, err := leased(t, c, mr.WithRange(5, 7)).MachineID(context.Background())
+	_, err := leased(t, c, mr.WithRange(5, 7)).MachineID(acquireCtx(t))
 	require.ErrorIs(t, err, mr.ErrExhausted)
 	assert.Contains(t, err.Error(), "all 3 IDs in 5..7 are leased")
 }
@@ -90,12 +101,12 @@ func TestReleasedIDIsReused(t *testing.T) {
 	t.Parallel()
 	c := client(t, redistest.Start(t).Addr)
 	a := leased(t, c, mr.WithRange(0, 0))
-	id, err := a.MachineID(context.Background())
+	id, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	require.NoError(t, a.Close())
 	assert.False(t, a.Lease().Valid, "a closed service's lease should be invalid")
 	b := leased(t, c, mr.WithRange(0, 0))
-	got, err := b.MachineID(context.Background())
+	got, err := b.MachineID(acquireCtx(t))
 	require.NoError(t, err, "a released ID should be free at once")
 	assert.Equal(t, id, got)
 	assert.Equal(t, a.Lease().Until, b.Lease().After, "the new holder should inherit the old holder's mark")
@@ -106,16 +117,16 @@ func TestCrashedHoldersIDIsReclaimedAfterTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	crashing := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	a := leased(t, crashing, mr.WithRange(0, 0))
-	_, err := a.MachineID(context.Background())
+	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	mark := a.Lease().Until
 	require.NoError(t, crashing.Close()) // from now on a can neither renew nor release, as if it died
 
 	b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
-	_, err = b.MachineID(context.Background())
+	_, err = b.MachineID(acquireCtx(t))
 	require.ErrorIs(t, err, mr.ErrExhausted, "a live-looking lease must not be taken")
 	require.Eventually(t, func() bool {
-		id, err := b.MachineID(context.Background())
+		id, err := b.MachineID(acquireCtx(t))
 		return err == nil && id == 0
 	}, 10*ttl, ttl/10, "the crashed holder's ID should come back after its TTL")
 	assert.False(t, b.Lease().After.Before(mark), "After = %v; want at least the crashed holder's mark %v", b.Lease().After, mark)
@@ -134,7 +145,7 @@ func TestWatchFollowsTheLease(t *testing.T) {
 		mu.Unlock()
 	})
 	defer stop()
-	_, err := s.MachineID(context.Background())
+	_, err := s.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		mu.Lock()
@@ -313,7 +324,7 @@ func TestClosedServiceRefuses(t *testing.T) {
 	t.Parallel()
 	s := leased(t, client(t, redistest.Start(t).Addr))
 	require.NoError(t, s.Close())
-	_, err := s.MachineID(context.Background())
+	_, err := s.MachineID(acquireCtx(t))
 	assert.ErrorIs(t, err, mr.ErrClosed)
 }
 
