@@ -214,7 +214,7 @@ func ParseBase58(s string) (ID, error) {
 		v = v*58 + uint64(d)
 	}
 	if len(s) > 1 && s[0] == base58Alphabet[0] {
-		return 0, parseErr(ErrIDLength, "base58", s, "leading '1' (zero digit)")
+		return 0, parseErr(ErrIDLength, "base58", s, "has a leading '1' (a zero digit)")
 	}
 	return ID(v), nil
 }

@@ -2,6 +2,8 @@ package ringflake_test
 
 import (
 	"errors"
+	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -153,6 +155,173 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 		}
 		if ticks <= l.MaxTicks() && !p.Time.Equal(l.Epoch.Add(time.Duration(ticks)*l.Tick)) {
 			t.Fatalf("Decompose time = %v; want epoch + %d×%v", p.Time, ticks, l.Tick)
+		}
+	})
+}
+
+// parseSentinels are the errors every ID parser's failure wraps one of.
+var parseSentinels = []error{ringflake.ErrIDLength, ringflake.ErrIDCharacter, ringflake.ErrIDNegative, ringflake.ErrIDOverflow}
+
+// checkParseFailure fails t unless err wraps exactly one parse sentinel and
+// the parser returned no ID with it.
+func checkParseFailure(t *testing.T, what, in string, id ringflake.ID, err error) {
+	t.Helper()
+	n := 0
+	for _, s := range parseSentinels {
+		if errors.Is(err, s) {
+			n++
+		}
+	}
+	if n != 1 || id != 0 {
+		t.Fatalf("%s(%q) = %d, %v; want 0 and an error wrapping one parse sentinel", what, in, id, err)
+	}
+}
+
+// FuzzParseID checks ParseID against strconv: it accepts exactly 1..19
+// ASCII digits whose value fits 63 bits, and what it accepts round-trips
+// through String. UnmarshalText, Scan of text and UnmarshalJSON of a JSON
+// string must agree with it.
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{"0", "383078035417174017", "9223372036854775807", "9223372036854775808",
+		"0000000000000000001", "-1", "+1", "", "1e3", " 1", "١"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ringflake.ParseID(s)
+		u, uerr := strconv.ParseUint(s, 10, 63)
+		want := uerr == nil && len(s) <= 19 && s[0] != '+'
+		if err != nil {
+			checkParseFailure(t, "ParseID", s, id, err)
+			if want {
+				t.Fatalf("ParseID(%q) = %v; strconv reads %d", s, err, u)
+			}
+		} else {
+			if !want || uint64(id) != u {
+				t.Fatalf("ParseID(%q) = %d; strconv gives %d, %v", s, id, u, uerr)
+			}
+			if back, err := ringflake.ParseID(id.String()); err != nil || back != id {
+				t.Fatalf("ParseID(String(%d)) = %d, %v", id, back, err)
+			}
+		}
+		same := func(what string, got ringflake.ID, gerr error) {
+			if (gerr == nil) != (err == nil) || gerr == nil && got != id {
+				t.Fatalf("%s(%q) = %d, %v; ParseID gives %d, %v", what, s, got, gerr, id, err)
+			}
+		}
+		var v ringflake.ID
+		same("UnmarshalText", v, v.UnmarshalText([]byte(s)))
+		v = 0
+		same("Scan(string)", v, v.Scan(s))
+		v = 0
+		same("Scan([]byte)", v, v.Scan([]byte(s)))
+		v = 0
+		same("UnmarshalJSON(string)", v, v.UnmarshalJSON([]byte(`"`+s+`"`)))
+	})
+}
+
+// FuzzParseBase32 checks that ParseBase32 accepts only canonical input,
+// the exact text ID.Base32 writes, and fails cleanly on anything else.
+func FuzzParseBase32(f *testing.F) {
+	for _, s := range []string{"0000000000000", "0AM7QE674Q401", "7ZZZZZZZZZZZZ", "8000000000000",
+		"0am7qe674q401", "000000000000I", "", "0AM7QE674Q40"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ringflake.ParseBase32(s)
+		if err != nil {
+			checkParseFailure(t, "ParseBase32", s, id, err)
+			return
+		}
+		if id < 0 || id.Base32() != s {
+			t.Fatalf("ParseBase32(%q) = %d, whose Base32 is %q; want the input back", s, id, id.Base32())
+		}
+	})
+}
+
+// FuzzParseBase58 checks that ParseBase58 accepts only canonical input,
+// the exact text ID.Base58 writes, and fails cleanly on anything else.
+func FuzzParseBase58(f *testing.F) {
+	for _, s := range []string{"1", "2", "taKjQTiGEC", "NQm6nKp8qFC", "NQm6nKp8qFD", "zzzzzzzzzzz", "12", "0", "l", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ringflake.ParseBase58(s)
+		if err != nil {
+			checkParseFailure(t, "ParseBase58", s, id, err)
+			return
+		}
+		if id < 0 || id.Base58() != s {
+			t.Fatalf("ParseBase58(%q) = %d, whose Base58 is %q; want the input back", s, id, id.Base58())
+		}
+	})
+}
+
+// FuzzUnmarshalJSON checks that UnmarshalJSON either reads an ID that
+// MarshalJSON writes back and that reads again the same, or fails and
+// leaves the value unchanged; null always leaves it unchanged.
+func FuzzUnmarshalJSON(f *testing.F) {
+	for _, s := range []string{`"383078035417174017"`, `383078035417174017`, `null`, `"null"`, `-1`, `1.5`, `""`, `"`, `"1`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const sentinel = ringflake.ID(4242)
+		id := sentinel
+		err := id.UnmarshalJSON(data)
+		switch {
+		case err != nil:
+			if id != sentinel {
+				t.Fatalf("UnmarshalJSON(%q) failed with %v but changed the ID to %d", data, err, id)
+			}
+		case string(data) == "null":
+			if id != sentinel {
+				t.Fatalf("UnmarshalJSON(null) changed the ID to %d", id)
+			}
+		default:
+			out, err := id.MarshalJSON()
+			if err != nil {
+				t.Fatalf("MarshalJSON(%d) after UnmarshalJSON(%q): %v", id, data, err)
+			}
+			var back ringflake.ID
+			if err := back.UnmarshalJSON(out); err != nil || back != id {
+				t.Fatalf("UnmarshalJSON(%s) = %d, %v; want %d", out, back, err, id)
+			}
+		}
+	})
+}
+
+// FuzzIDEncodings round-trips arbitrary IDs through every encoding and
+// checks the point of Base32: for two IDs, comparing their Base32 strings
+// gives the same answer as comparing the numbers.
+func FuzzIDEncodings(f *testing.F) {
+	f.Add(int64(0), int64(1))
+	f.Add(int64(383078035417174017), int64(383078035417174018))
+	f.Add(int64(-1), int64(math.MaxInt64))
+	f.Add(int64(31), int64(32))
+	f.Fuzz(func(t *testing.T, x, y int64) {
+		a, b := ringflake.ID(x&math.MaxInt64), ringflake.ID(y&math.MaxInt64)
+		for _, id := range []ringflake.ID{a, b} {
+			if got, err := ringflake.ParseID(id.String()); err != nil || got != id {
+				t.Fatalf("ParseID(String(%d)) = %d, %v", id, got, err)
+			}
+			if s := id.Base32(); len(s) != ringflake.Base32Len {
+				t.Fatalf("Base32(%d) = %q; want %d characters", id, s, ringflake.Base32Len)
+			} else if got, err := ringflake.ParseBase32(s); err != nil || got != id {
+				t.Fatalf("ParseBase32(%q) = %d, %v; want %d", s, got, err, id)
+			}
+			if s := id.Base58(); len(s) > ringflake.MaxBase58Len {
+				t.Fatalf("Base58(%d) = %q; want at most %d characters", id, s, ringflake.MaxBase58Len)
+			} else if got, err := ringflake.ParseBase58(s); err != nil || got != id {
+				t.Fatalf("ParseBase58(%q) = %d, %v; want %d", s, got, err, id)
+			}
+			v, err := id.Value()
+			var got ringflake.ID
+			if err != nil || got.Scan(v) != nil || got != id {
+				t.Fatalf("Scan(Value(%d)) = %d; Value error %v", id, got, err)
+			}
+		}
+		sa, sb := a.Base32(), b.Base32()
+		if (sa < sb) != (a < b) || (sa == sb) != (a == b) {
+			t.Fatalf("Base32 order: %q vs %q for %d vs %d; want the numeric order", sa, sb, a, b)
 		}
 	})
 }
