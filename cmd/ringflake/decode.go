@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ringflake/ringflake"
@@ -13,8 +13,13 @@ import (
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
+	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	parse, ok := idParsers[*format]
+	if !ok {
+		return usageError("decode: --format = %q; want auto, decimal, base32 or base58", *format)
 	}
 	if fs.NArg() == 0 {
 		return usageError("decode: no ID given")
@@ -22,11 +27,11 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	layout := ringflake.DefaultLayout()
 	ids := make([]ringflake.ID, 0, fs.NArg())
 	for _, a := range fs.Args() {
-		v, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || v < 0 {
-			return usageError("decode: %q is not an ID: want a decimal integer 0..%d", a, int64(1<<63-1))
+		id, err := parse(a)
+		if err != nil {
+			return usageError("decode: %s", strings.TrimPrefix(err.Error(), "ringflake: "))
 		}
-		ids = append(ids, ringflake.ID(v))
+		ids = append(ids, id)
 	}
 	w := bufio.NewWriter(stdout)
 	for _, id := range ids {
@@ -35,4 +40,33 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 			id, p.Time.Format(time.RFC3339Nano), p.Machine, p.Sequence, p.Ticks)
 	}
 	return w.Flush()
+}
+
+// idParsers maps decode's --format values to parsers.
+var idParsers = map[string]func(string) (ringflake.ID, error){
+	"auto":    parseAnyID,
+	"decimal": ringflake.ParseID,
+	"base32":  ringflake.ParseBase32,
+	"base58":  ringflake.ParseBase58,
+}
+
+// parseAnyID reads an ID in any of its text forms: decimal if it is all
+// digits, Base32 if it has 13 characters, Base58 otherwise. A Base58 ID made
+// only of digits, or a Base32 ID with no letter, reads as decimal; --format
+// settles those.
+func parseAnyID(s string) (ringflake.ID, error) {
+	switch {
+	case isDecimal(s):
+		return ringflake.ParseID(s)
+	case len(s) == ringflake.Base32Len:
+		return ringflake.ParseBase32(s)
+	}
+	return ringflake.ParseBase58(s)
+}
+
+func isDecimal(s string) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

@@ -4,6 +4,7 @@
 //
 //	ringflake gen -n N [--machine-id M]   print N new IDs, one per line
 //	ringflake decode ID...                print the time, machine and sequence of each ID
+//	ringflake simulate [--rollback D]     replay a clock step-back against ringflake and a strict Snowflake
 //
 // Bad input exits with status 2 and a one-line reason on stderr; a failure
 // while generating exits with status 1.
@@ -28,13 +29,17 @@ const usage = `usage: ringflake <command> [flags]
 commands:
   gen -n N [--machine-id M]   print N new IDs, one decimal per line
   decode ID...                print the time, machine and sequence of each ID
+                              (decimal, Base32 or Base58)
+  simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
+                              step a clock back and compare ringflake with a
+                              strict Snowflake under the same load
 
 Run "ringflake <command> -h" for a command's flags.`
 
 // run executes one command and returns the process exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "ringflake: no command given; want gen or decode")
+		fmt.Fprintln(stderr, "ringflake: no command given; want gen, decode or simulate")
 		return 2
 	}
 	var err error
@@ -43,11 +48,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runGen(args[1:], stdout, stderr)
 	case "decode":
 		err = runDecode(args[1:], stdout, stderr)
+	case "simulate":
+		err = runSimulate(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
 	default:
-		err = fmt.Errorf("%w: unknown command %q; want gen or decode", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; want gen, decode or simulate", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/strict"
+)
+
+// simConfig describes one simulation: a load of rate requests per second
+// for duration against each generator, and a clock that steps back by
+// rollback at stepAt.
+type simConfig struct {
+	rollback time.Duration
+	stepAt   time.Duration // when, after the start, the clock steps back
+	duration time.Duration
+	rate     float64 // requests per second to each generator
+	ring     int
+	maxWait  time.Duration // each generator's bound on one call's waiting
+	rows     int           // timeline rows
+	// virtual runs without real time: each request sets the elapsed time
+	// to its schedule, so a run takes only as long as the calls. Tests
+	// use it; the command runs in real time.
+	virtual bool
+}
+
+// requests returns how many requests each generator receives.
+func (c simConfig) requests() int { return int(c.rate * c.duration.Seconds()) }
+
+// due returns when request i is scheduled, after the start.
+func (c simConfig) due(i int) time.Duration {
+	return time.Duration(float64(i) / c.rate * float64(time.Second))
+}
+
+// row returns the timeline row of a request scheduled at d.
+func (c simConfig) row(d time.Duration) int {
+	return min(int(int64(d)*int64(c.rows)/int64(c.duration)), c.rows-1)
+}
+
+// pacer is the simulation's notion of elapsed time.
+type pacer interface {
+	elapsed() time.Duration
+	// waitUntil returns once elapsed() has reached d, or about then.
+	waitUntil(d time.Duration)
+}
+
+// realPacer is real elapsed time since start. It sleeps only when at least
+// a millisecond ahead, so requests go out in small bursts rather than
+// paying a timer per request.
+type realPacer struct{ start time.Time }
+
+func (p realPacer) elapsed() time.Duration { return time.Since(p.start) }
+
+func (p realPacer) waitUntil(d time.Duration) {
+	if ahead := d - p.elapsed(); ahead >= time.Millisecond {
+		time.Sleep(ahead)
+	}
+}
+
+// virtualPacer is elapsed time that moves only when the driver says.
+type virtualPacer struct{ now atomic.Int64 }
+
+func (p *virtualPacer) elapsed() time.Duration { return time.Duration(p.now.Load()) }
+
+func (p *virtualPacer) waitUntil(d time.Duration) { p.now.Store(int64(d)) }
+
+// simClock is the injected clock: base plus elapsed time, minus rollback
+// from stepAt on. It remembers the highest tick it has shown, so the
+// simulator can tell, independently of the generators, when the clock is
+// behind time it already showed.
+type simClock struct {
+	base     time.Time
+	stepAt   time.Duration
+	rollback time.Duration
+	tick     time.Duration
+	pace     pacer
+	high     atomic.Int64 // highest tick since base shown by Now; raised by Now, read by behind
+}
+
+func (c *simClock) at(e time.Duration) time.Duration {
+	if e >= c.stepAt {
+		e -= c.rollback
+	}
+	return e
+}
+
+// Now returns the current reading. It is safe for concurrent use.
+func (c *simClock) Now() time.Time {
+	off := c.at(c.pace.elapsed())
+	t := int64(off / c.tick)
+	// high only grows: raise it to t unless it is already at or above. A
+	// failed CAS means another reading raised it; look again.
+	for {
+		h := c.high.Load()
+		if t <= h || c.high.CompareAndSwap(h, t) {
+			break
+		}
+	}
+	return c.base.Add(off)
+}
+
+// behind reports whether the clock now reads a tick below the highest it
+// has shown. It does not count as showing a reading.
+func (c *simClock) behind() bool {
+	return int64(c.at(c.pace.elapsed())/c.tick) < c.high.Load()
+}
+
+// laneResult is what one generator did under the load.
+type laneResult struct {
+	name         string
+	served       int
+	failed       int
+	spare        int           // served while the clock was behind
+	failedBehind int           // failed while the clock was behind
+	longest      time.Duration // the longest single call
+	dups         int           // IDs served more than once
+	firstErr     error
+	rows         []rowCount
+}
+
+// rowCount is one timeline row of a lane.
+type rowCount struct {
+	served, failed, behind int
+}
+
+// lane is one generator under load, with its own clock of the common
+// schedule.
+type lane struct {
+	name  string
+	next  func() (ringflake.ID, error)
+	clock *simClock
+	pace  pacer
+	close func()
+}
+
+// simulate runs the load against ringflake and the strict generator, each
+// with the same clock schedule, and returns their results in that order.
+// In real time both run at once, each in its own goroutine, so a wait in
+// one does not hold up the other.
+func simulate(c simConfig) ([]laneResult, error) {
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	start := time.Now()
+	newClock := func() *simClock {
+		var p pacer = realPacer{start: start}
+		if c.virtual {
+			p = &virtualPacer{}
+		}
+		return &simClock{base: base, stepAt: c.stepAt, rollback: c.rollback, tick: time.Millisecond, pace: p}
+	}
+	rc, sc := newClock(), newClock()
+	rg, err := ringflake.New(ringflake.WithClock(rc.Now), ringflake.WithRingSize(c.ring),
+		ringflake.WithMaxWait(c.maxWait), ringflake.WithMachineID(1))
+	if err != nil {
+		return nil, err
+	}
+	sg, err := strict.New(ringflake.DefaultLayout(), 1, sc.Now, c.maxWait)
+	if err != nil {
+		rg.Close()
+		return nil, err
+	}
+	lanes := []lane{
+		{name: "ringflake", next: rg.NextID, clock: rc, pace: rc.pace, close: func() { rg.Close() }},
+		{name: "strict", next: sg.NextID, clock: sc, pace: sc.pace, close: func() {}},
+	}
+	results := make([]laneResult, len(lanes))
+	if c.virtual {
+		for i, l := range lanes {
+			results[i] = c.drive(l)
+		}
+		return results, nil
+	}
+	var wg sync.WaitGroup
+	for i, l := range lanes {
+		wg.Go(func() { results[i] = c.drive(l) })
+	}
+	wg.Wait()
+	return results, nil
+}
+
+// drive sends the load to one lane and counts what it did.
+func (c simConfig) drive(l lane) laneResult {
+	defer l.close()
+	n := c.requests()
+	r := laneResult{name: l.name, rows: make([]rowCount, c.rows)}
+	ids := make([]ringflake.ID, 0, n)
+	for i := range n {
+		due := c.due(i)
+		l.pace.waitUntil(due)
+		behind := l.clock.behind()
+		t0 := time.Now()
+		id, err := l.next()
+		r.longest = max(r.longest, time.Since(t0))
+		row := &r.rows[c.row(due)]
+		if behind {
+			row.behind++
+		}
+		if err != nil {
+			r.failed++
+			row.failed++
+			if behind {
+				r.failedBehind++
+			}
+			if r.firstErr == nil {
+				r.firstErr = err
+			}
+			continue
+		}
+		r.served++
+		row.served++
+		if behind {
+			r.spare++
+		}
+		ids = append(ids, id)
+	}
+	r.dups = duplicates(ids)
+	return r
+}
+
+// duplicates counts IDs that equal an earlier one; it sorts ids.
+func duplicates(ids []ringflake.ID) int {
+	slices.Sort(ids)
+	n := 0
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			n++
+		}
+	}
+	return n
+}
