@@ -250,3 +250,24 @@ func ExampleParseBase58() {
 	// 383078035417174017 <nil>
 	// ringflake: invalid character in ID: base58 "taKjQTiGE0" has "0" at offset 9
 }
+
+func BenchmarkEncodings(b *testing.B) {
+	id := ringflake.ID(383078035417174017)
+	for _, enc := range encodings {
+		s := enc.encode(id)
+		b.Run(enc.name+"/encode", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = enc.encode(id)
+			}
+		})
+		b.Run(enc.name+"/parse", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := enc.parse(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

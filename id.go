@@ -7,6 +7,21 @@ import "strconv"
 // issued, as long as its clock does not step back. ID is a plain value;
 // decode it with the Layout it was made with ([Generator.Layout] or
 // [DefaultLayout]).
+//
+// An ID has three text forms, each with a strict parser:
+//
+//   - decimal ([ID.String], [ParseID]): what JSON, text, XML and SQL text
+//     columns carry; zero padding to 19 digits is also read;
+//   - Base32 ([ID.Base32], [ParseBase32]): 13 characters that sort as
+//     strings in the order of the IDs, for keys in stores that compare
+//     bytes; one spelling per ID;
+//   - Base58 ([ID.Base58], [ParseBase58]): up to 11 characters for people
+//     to read and type; one spelling per ID.
+//
+// ID implements [encoding.TextMarshaler], [encoding.TextAppender],
+// [encoding/json.Marshaler] (as a JSON string, which JavaScript cannot
+// round), [database/sql.Scanner] and [database/sql/driver.Valuer]; [NullID]
+// is the nullable form.
 type ID int64
 
 // Int64 returns id as an int64.

@@ -227,3 +227,28 @@ func ExampleNullID_UnmarshalJSON() {
 	fmt.Println(v, err)
 	// Output: [{42 true} {0 false} {43 true}] <nil>
 }
+
+// Example_databaseSQL stores and reads IDs through database/sql: an ID
+// goes into an integer column as an int64 and scans back from it; a
+// NullID handles a nullable column.
+func Example_databaseSQL() {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one connection: one in-memory database
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY, parent INTEGER)`); err != nil {
+		panic(err)
+	}
+	id, parent := ringflake.ID(383078035417174017), ringflake.NullID{}
+	if _, err := db.ExecContext(ctx, `INSERT INTO orders VALUES (?, ?)`, id, parent); err != nil {
+		panic(err)
+	}
+	var got ringflake.ID
+	var gotParent ringflake.NullID
+	err = db.QueryRowContext(ctx, `SELECT id, parent FROM orders`).Scan(&got, &gotParent)
+	fmt.Println(got, gotParent.Valid, err)
+	// Output: 383078035417174017 false <nil>
+}
