@@ -88,8 +88,12 @@ func checkSim(fs *flag.FlagSet, c simConfig) error {
 // report prints the summary table and the timeline.
 func report(stdout io.Writer, c simConfig, res []laneResult) error {
 	w := bufio.NewWriter(stdout)
-	fmt.Fprintf(w, "clock steps back %v at %v into a %v run; %s requests to each generator (%d each); ring %d slots (%v)\n\n",
-		c.rollback, c.stepAt, c.duration, strconv.FormatFloat(c.rate, 'f', -1, 64)+"/s", c.requests(), c.ring,
+	slots := "slots"
+	if c.ring == 1 {
+		slots = "slot"
+	}
+	fmt.Fprintf(w, "clock steps back %v at %v into a %v run; %s requests to each generator (%d each); ring %d %s (%v)\n\n",
+		c.rollback, c.stepAt, c.duration, strconv.FormatFloat(c.rate, 'f', -1, 64)+"/s", c.requests(), c.ring, slots,
 		time.Duration(c.ring)*time.Millisecond)
 
 	line := func(label string, f func(laneResult) string) {
