@@ -2,6 +2,7 @@ package machineid_redis_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -373,4 +374,34 @@ func TestCluster(t *testing.T) {
 	require.NoError(t, g.Wait())
 	require.NotEmpty(t, all)
 	requireDistinct(t, all, "ID")
+}
+
+func TestClusterNodeStoppedMidRun(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	svc := leased(t, c, mr.WithCallTimeout(100*time.Millisecond))
+	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	defer g.Close()
+	before, err := nextUntil(g, ttl)
+	require.NoError(t, err)
+
+	slot, err := strconv.Atoi(cl.Nodes[0].Do("CLUSTER", "KEYSLOT", mr.DefaultPrefix+"MARKS"))
+	require.NoError(t, err)
+	owner := cl.Nodes[slot*3/16384] // StartCluster splits the slots evenly, in order
+	owner.Stop()
+	during, err := nextUntil(g, 10*ttl)
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost, "with the slot's node down, the lease must lapse")
+	owner.Restart()
+	var after []ringflake.ID
+	require.Eventually(t, func() bool {
+		id, err := g.NextID()
+		if err == nil {
+			after = append(after, id)
+		}
+		return err == nil
+	}, 30*time.Second, ttl/10, "the generator should recover when the node is back")
+	requireDistinct(t, append(append(before, during...), after...), "ID")
 }

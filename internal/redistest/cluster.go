@@ -32,7 +32,7 @@ func StartCluster(tb testing.TB) *Cluster {
 	for len(c.Nodes) < 3 {
 		port := freePort(tb, true)
 		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, tb: tb, dir: tb.TempDir(), extra: []string{
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
 		}}
 		if err := s.start(bin); err != nil {
 			tb.Logf("redistest: retrying a cluster node: %v", err)

@@ -152,8 +152,9 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
-// Do sends one command and returns its reply's first line, for setup steps
-// that need no client library. It fails the test on a network error.
+// Do sends one command and returns its reply: a simple string or integer
+// without its type byte, a bulk string's body, or an array's header line.
+// It is for setup steps that need no client library. It fails the test on a network error.
 func (s *Server) Do(args ...string) string {
 	s.tb.Helper()
 	reply, err := do(s.Addr, args...)
@@ -191,14 +192,13 @@ func freePort(tb testing.TB, bus bool) int {
 
 func ping(addr string) error {
 	reply, err := do(addr, "PING")
-	if err == nil && reply != "+PONG" {
+	if err == nil && reply != "PONG" {
 		err = fmt.Errorf("PING answered %q", reply)
 	}
 	return err
 }
 
-// do sends one command in RESP and reads the first line of the reply,
-// plus the body of a bulk string.
+// do sends one command in RESP and reads the reply as Do describes.
 func do(addr string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -235,8 +235,11 @@ func do(addr string, args ...string) (string, error) {
 		}
 		return string(body[:n]), nil
 	}
-	if strings.HasPrefix(line, "-") {
+	switch {
+	case strings.HasPrefix(line, "-"):
 		return line, fmt.Errorf("%s", line[1:])
+	case strings.HasPrefix(line, "+"), strings.HasPrefix(line, ":"):
+		return line[1:], nil
 	}
 	return line, nil
 }
