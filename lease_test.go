@@ -18,7 +18,6 @@ import (
 // fakeLeaser is an in-process machineid.Leaser whose lease the test sets.
 // It stands in for Redis only in these unit tests of the generator's side.
 type fakeLeaser struct {
-	id, err  func() (int64, error)
 	block    bool // MachineID waits for ctx to end
 	mu       sync.Mutex
 	lease    machineid.Lease
