@@ -74,10 +74,10 @@ func TestHostModeConcurrentNewHostsGetDistinctIDs(t *testing.T) {
 
 func TestHostModeRefusals(t *testing.T) {
 	t.Parallel()
-	ctx := acquireCtx(t)
 	t.Run("second live process on the host", func(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)
+		ctx := acquireCtx(t)
 		first := hostMapped(t, c, "10.0.0.5")
 		id, err := first.MachineID(ctx)
 		require.NoError(t, err)
@@ -95,6 +95,7 @@ func TestHostModeRefusals(t *testing.T) {
 	t.Run("range used up", func(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)
+		ctx := acquireCtx(t)
 		for _, h := range []string{"a", "b", "c"} {
 			_, err := hostMapped(t, c, h, mr.WithRange(1, 3)).MachineID(ctx)
 			require.NoError(t, err)
@@ -108,6 +109,7 @@ func TestHostModeRefusals(t *testing.T) {
 	t.Run("mapping outside the range", func(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)
+		ctx := acquireCtx(t)
 		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "h", "2000").Err())
 		_, err := hostMapped(t, c, "h").MachineID(ctx)
 		require.ErrorIs(t, err, mr.ErrBadMapping)
@@ -116,6 +118,7 @@ func TestHostModeRefusals(t *testing.T) {
 	t.Run("mapping not a number", func(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)
+		ctx := acquireCtx(t)
 		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "h", "\xac\xed\x00\x05").Err())
 		_, err := hostMapped(t, c, "h").MachineID(ctx)
 		require.ErrorIs(t, err, mr.ErrBadMapping)
