@@ -81,6 +81,21 @@ func TestUnmarshalJSON(t *testing.T) {
 	}
 }
 
+// TestJSONStringOption covers code moved from int64 fields tagged
+// `json:",string"`: the tag changes nothing for an ID.
+func TestJSONStringOption(t *testing.T) {
+	t.Parallel()
+	type doc struct {
+		ID ringflake.ID `json:"id,string"`
+	}
+	b, err := json.Marshal(doc{ID: 383078035417174017})
+	require.NoError(t, err)
+	assert.Equal(t, `{"id":"383078035417174017"}`, string(b))
+	var out doc
+	require.NoError(t, json.Unmarshal(b, &out))
+	assert.Equal(t, ringflake.ID(383078035417174017), out.ID)
+}
+
 func TestUnmarshalJSONDirect(t *testing.T) {
 	t.Parallel()
 	// encoding/json validates its input first; a direct call need not be.
