@@ -37,8 +37,9 @@ type Server struct {
 	dir   string
 	extra []string
 
-	mu  sync.Mutex // protects cmd
-	cmd *exec.Cmd  // nil while stopped
+	mu     sync.Mutex    // protects cmd and exited
+	cmd    *exec.Cmd     // nil while stopped
+	exited chan struct{} // closed when cmd has exited
 }
 
 // Start starts a standalone server on a free loopback port and registers
@@ -102,7 +103,7 @@ func (s *Server) start(bin string) error {
 		}
 	}
 	s.mu.Lock()
-	s.cmd = cmd
+	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 	return nil
 }
@@ -111,15 +112,12 @@ func (s *Server) start(bin string) error {
 // on a stopped server does nothing.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	cmd := s.cmd
+	cmd, exited := s.cmd, s.exited
 	s.cmd = nil
 	s.mu.Unlock()
 	if cmd != nil {
-		_ = cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot die otherwise
-		_ = cmd.Process.Kill()
-		for ping(s.Addr) == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
+		_ = cmd.Process.Kill() // SIGKILL ends a SIGSTOPped process too
+		<-exited
 	}
 }
 
