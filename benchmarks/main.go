@@ -1,0 +1,146 @@
+// Command benchmarks compares ringflake with other Go Snowflake-style
+// generators, side by side in one process: saturation throughput and CPU,
+// latency under a paced load, single-call cost, allocations, and a
+// duplicate check over every ID collected.
+//
+// From the repository root:
+//
+//	go run ./benchmarks            # about a minute on 2 cores
+//	go run ./benchmarks -quick     # a few seconds, for CI
+//	go run ./benchmarks -run sat,paced -rounds 5
+//
+// Generators take turns: each round runs every generator once per
+// configuration, in an order rotated from round to round, so that noise
+// from the machine falls on all of them alike. Tables report the median
+// over rounds.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type options struct {
+	run        map[string]bool
+	rounds     int
+	window     time.Duration
+	gs         []int
+	pacedDur   time.Duration
+	rate       float64
+	pacedG     int
+	batches    int
+	peerFilter []string
+	bufIDs     int
+}
+
+func parseFlags() (options, error) {
+	var o options
+	quick := flag.Bool("quick", false, "a run of a few seconds: 1 round, short windows (for CI)")
+	run := flag.String("run", "single,allocs,sat,paced", "scenarios to run, comma-separated: single, allocs, sat, paced")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the saturation, paced and single-call scenarios")
+	flag.DurationVar(&o.window, "window", 200*time.Millisecond, "saturation window per generator and G")
+	gs := flag.String("g", "1,2,16,256", "goroutine counts for saturation")
+	flag.DurationVar(&o.pacedDur, "paced", 400*time.Millisecond, "paced-load duration per generator and round")
+	flag.Float64Var(&o.rate, "rate", 1e6, "paced load in IDs per second")
+	flag.IntVar(&o.pacedG, "paced-g", 64, "goroutines sharing the paced load")
+	flag.IntVar(&o.batches, "batches", 40, "single-call batches (one per tick) per generator and round")
+	peers := flag.String("peers", "", "only generators whose name contains one of these, comma-separated")
+	flag.IntVar(&o.bufIDs, "buf", 8<<20, "IDs kept per saturation run for the duplicate check")
+	flag.Parse()
+	if *quick {
+		o.rounds, o.window, o.pacedDur, o.batches = 1, 50*time.Millisecond, 100*time.Millisecond, 10
+	}
+	o.run = map[string]bool{}
+	for _, s := range strings.Split(*run, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "single", "allocs", "sat", "paced":
+			o.run[s] = true
+		case "":
+		default:
+			return o, fmt.Errorf("unknown scenario %q", s)
+		}
+	}
+	for _, s := range strings.Split(*gs, ",") {
+		g, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || g < 1 {
+			return o, fmt.Errorf("bad goroutine count %q", s)
+		}
+		o.gs = append(o.gs, g)
+	}
+	if *peers != "" {
+		o.peerFilter = strings.Split(*peers, ",")
+	}
+	if o.rounds < 1 || o.window <= 0 || o.pacedDur <= 0 || o.rate <= 0 || o.pacedG < 1 || o.batches < 1 {
+		return o, fmt.Errorf("rounds, window, paced, rate, paced-g and batches must be positive")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmarks:", err)
+		os.Exit(2)
+	}
+	began := time.Now()
+	peers, skipped := newPeers()
+	peers = slices.DeleteFunc(peers, func(p *peer) bool { return !o.wants(p) })
+	printMachine(os.Stdout, o)
+	for _, s := range skipped {
+		fmt.Printf("left out: %s\n", s)
+	}
+	dups := make(map[*peer]*dupResult, len(peers))
+	for _, p := range peers {
+		dups[p] = &dupResult{}
+	}
+	if o.run["single"] {
+		single(o, peers)
+	}
+	if o.run["allocs"] {
+		allocs(peers)
+	}
+	if o.run["sat"] {
+		saturation(o, peers, dups)
+	}
+	if o.run["paced"] {
+		paced(o, peers, dups)
+	}
+	if o.run["sat"] || o.run["paced"] {
+		duplicates(peers, dups)
+	}
+	printNotes(peers)
+	fmt.Printf("\ntotal run time %.1fs\n", time.Since(began).Seconds())
+	for _, p := range peers {
+		if dups[p].dups > 0 && p.name == "ringflake" {
+			os.Exit(1)
+		}
+	}
+}
+
+func (o options) wants(p *peer) bool {
+	if len(o.peerFilter) == 0 {
+		return true
+	}
+	for _, f := range o.peerFilter {
+		if f = strings.TrimSpace(f); f != "" && strings.Contains(p.name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// rotated returns peers starting at index round, so that each round runs
+// them in a different order.
+func rotated(peers []*peer, round int) []*peer {
+	k := round % len(peers)
+	return append(slices.Clone(peers[k:]), peers[:k]...)
+}
+
+func progress(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", a...)
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func table(title string) *tabwriter.Writer {
+	fmt.Printf("\n%s\n", title)
+	return tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+}
+
+func single(o options, peers []*peer) {
+	progress("single-call cost ...")
+	costs := map[*peer][]float64{}
+	var wall, mon []float64
+	for round := range o.rounds {
+		for _, p := range rotated(peers, round) {
+			b := o.batches
+			if p.tick > time.Millisecond {
+				b = max(b/10, 1) // ten times the tick: keep its time alike
+			}
+			costs[p] = append(costs[p], singleCost(p, b)...)
+		}
+		wall = append(wall, clockCost(readWall, o.batches)...)
+		mon = append(mon, clockCost(readMono, o.batches)...)
+	}
+	var ref float64
+	for _, p := range peers {
+		if p.name == "bwmarrin/snowflake" {
+			ref = median(costs[p])
+		}
+	}
+	w := table("(3) Uncontended single-call cost: one goroutine, a quarter of a tick's IDs back to back from the start of a fresh tick (median of per-batch ns/op)")
+	fmt.Fprintln(w, "generator\tns/op\tvs bwmarrin\tbatches\t")
+	for _, p := range peers {
+		m := median(costs[p])
+		fmt.Fprintf(w, "%s\t%.1f\t%s\t%d\t\n", p.name, m, ratio(m, ref), len(costs[p]))
+	}
+	fmt.Fprintf(w, "(time.Now)\t%.1f\t\t%d\t\n", median(wall), len(wall))
+	fmt.Fprintf(w, "(monotonic read, time.Since)\t%.1f\t\t%d\t\n", median(mon), len(mon))
+	w.Flush()
+}
+
+func allocs(peers []*peer) {
+	progress("allocations ...")
+	w := table("(4) Allocations per ID (testing.AllocsPerRun over 2.5 ticks' worth of IDs, waits included)")
+	fmt.Fprintln(w, "generator\tallocs/ID\t")
+	for _, p := range peers {
+		fmt.Fprintf(w, "%s\t%.3g\t\n", p.name, allocsPerID(p))
+	}
+	w.Flush()
+}
+
+func saturation(o options, peers []*peer, dups map[*peer]*dupResult) {
+	rec := newRecorder(o.bufIDs)
+	type key struct {
+		p *peer
+		g int
+	}
+	res := map[key][]satResult{}
+	for round := range o.rounds {
+		for _, g := range o.gs {
+			progress("saturation: round %d/%d, G=%d ...", round+1, o.rounds, g)
+			for _, p := range rotated(peers, round) {
+				r, unrecorded := saturate(p, g, o.window, rec)
+				dups[p].check(rec.ids(), unrecorded, p, time.Now())
+				res[key{p, g}] = append(res[key{p, g}], r)
+			}
+		}
+	}
+	w := table(fmt.Sprintf("(1) Saturation: G goroutines issuing flat out for %v windows on tick boundaries (median of %d rounds)", o.window, o.rounds))
+	fmt.Fprintln(w, "generator\tG\tIDs/s\tceiling/s\tof ceiling\tCPU s per M IDs\tCPU vs bwmarrin\tcores busy\terrors\t")
+	for _, g := range o.gs {
+		var ref float64
+		for _, p := range peers {
+			if p.name == "bwmarrin/snowflake" {
+				ref = medianOf(res[key{p, g}], satResult.cpuPerM)
+			}
+		}
+		for _, p := range peers {
+			rs := res[key{p, g}]
+			rate := medianOf(rs, satResult.rate)
+			cpu := medianOf(rs, satResult.cpuPerM)
+			var fails int64
+			for _, r := range rs {
+				fails += r.fails
+			}
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%s\t%.2f\t%d\t\n", p.name, g, si(rate), si(p.ceiling()),
+				rate/p.ceiling(), cpu, ratio(cpu, ref), medianOf(rs, satResult.cores), fails)
+		}
+	}
+	w.Flush()
+}
+
+func paced(o options, peers []*peer, dups map[*peer]*dupResult) {
+	interval := time.Duration(float64(o.pacedG) * float64(time.Second) / o.rate)
+	bufs := newPacedBufs(o.pacedG, int(o.pacedDur/interval)+1)
+	res := map[*peer][]pacedResult{}
+	for round := range o.rounds {
+		progress("paced load: round %d/%d ...", round+1, o.rounds)
+		for _, p := range rotated(peers, round) {
+			r, ids := pace(p, o.rate, o.pacedG, o.pacedDur, bufs)
+			slices.Sort(r.lag)
+			progress("  %s: lag p50 %v max %v", p.name, time.Duration(r.lag[len(r.lag)/2]), time.Duration(r.lag[len(r.lag)-1]))
+			dups[p].check(ids, 0, p, time.Now())
+			r.lat = r.lat[:len(r.lat):len(r.lat)]
+			res[p] = append(res[p], r)
+		}
+	}
+	q := func(x float64) func(pacedResult) float64 {
+		return func(r pacedResult) float64 { return float64(r.quantile(x)) }
+	}
+	title := fmt.Sprintf("(2) Paced load: %s IDs/s over %d goroutines for %v, latency of each call (median of %d rounds)",
+		si(o.rate), o.pacedG, o.pacedDur, o.rounds)
+	w := table(title)
+	fmt.Fprintln(w, "generator\tIDs/s got\tp50\tp99\tp99.9\tmax\tp99.9 vs best mutex peer\terrors\t")
+	bestMutex := 0.0
+	for _, p := range peers {
+		if v := medianOf(res[p], q(0.999)); p.mutex && (bestMutex == 0 || v < bestMutex) {
+			bestMutex = v
+		}
+	}
+	for _, p := range peers {
+		rs := res[p]
+		var fails int64
+		for _, r := range rs {
+			fails += r.fails
+		}
+		p999 := medianOf(rs, q(0.999))
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%d\t\n", p.name, si(medianOf(rs, pacedResult.rate)),
+			dur(medianOf(rs, q(0.5))), dur(medianOf(rs, q(0.99))), dur(p999),
+			dur(medianOf(rs, q(1))), ratio(p999, bestMutex), fails)
+	}
+	w.Flush()
+	fmt.Println("each call is timed with two monotonic reads, which add about one read's cost (table 3) to every figure")
+}
+
+func duplicates(peers []*peer, dups map[*peer]*dupResult) {
+	w := table("(5) Duplicate check: every ID of every saturation and paced run, sorted per run; runs' ID ranges compared across runs")
+	fmt.Fprintln(w, "generator\truns\tIDs checked\tnot kept\tduplicates\toverlapping runs\tlatest ID vs clock\t")
+	for _, p := range peers {
+		d := dups[p]
+		lead := "-"
+		if d.leadSet {
+			lead = fmt.Sprintf("%+.1f ms", d.lead.Seconds()*1e3)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", p.name, d.runs, d.checked, d.unrecorded, d.dups, d.overlaps, lead)
+	}
+	w.Flush()
+	fmt.Println("\"latest ID vs clock\": the time in the newest ID of a run minus the clock when the run ended, largest over runs; above zero means IDs ran ahead of the clock")
+}
+
+func printNotes(peers []*peer) {
+	fmt.Println("\nnotes:")
+	for _, p := range peers {
+		if p.note != "" {
+			fmt.Printf("  %s: %s\n", p.name, p.note)
+		}
+	}
+}
+
+func printMachine(out io.Writer, o options) {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	rev := "unknown commit"
+	if b, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		rev = "commit " + strings.TrimSpace(string(b))
+	}
+	fmt.Fprintf(out, "machine: %s, %d cores, GOMAXPROCS=%d, %s %s/%s; %s; %s\n", cpu, runtime.NumCPU(),
+		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, rev, time.Now().UTC().Format(time.RFC3339))
+	scen := []string{}
+	for _, s := range []string{"single", "allocs", "sat", "paced"} {
+		if o.run[s] {
+			scen = append(scen, s)
+		}
+	}
+	fmt.Fprintf(out, "scenarios: %s; rounds %d\n", strings.Join(scen, ","), o.rounds)
+}
+
+func medianOf[T any](rs []T, f func(T) float64) float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = f(r)
+	}
+	return median(xs)
+}
+
+func ratio(x, ref float64) string {
+	if ref == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", x/ref)
+}
+
+// si formats a rate with a k or M suffix.
+func si(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.3fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+// dur formats nanoseconds compactly.
+func dur(ns float64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/1e6)
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// singleCost measures one goroutine's cost per call below the ceiling: at
+// the start of a fresh tick it times a batch of a quarter of a tick's IDs,
+// back to back, then waits for the next tick untimed. A plain loop would
+// measure the wait for the next tick instead, since every peer issues
+// faster than its ceiling. It returns the ns/op of each batch.
+func singleCost(p *peer, batches int) []float64 {
+	n := max(p.perTick/4, 1)
+	out := make([]float64, 0, batches)
+	at := mono()
+	var acc int64
+	for range batches {
+		at = alignedWait(p.tick, at+1)
+		s := mono()
+		for range n {
+			id, _ := p.next()
+			acc ^= id
+		}
+		out = append(out, float64(mono()-s)/float64(n))
+	}
+	runtime.KeepAlive(acc)
+	return out
+}
+
+// clockCost times a clock read the way singleCost times a peer, as a
+// reference for what one ID must cost at least.
+func clockCost(read func() int64, batches int) []float64 {
+	const n = 1024
+	out := make([]float64, 0, batches)
+	var acc int64
+	for range batches {
+		s := mono()
+		for range n {
+			acc ^= read()
+		}
+		out = append(out, float64(mono()-s)/n)
+	}
+	runtime.KeepAlive(acc)
+	return out
+}
+
+// allocsPerID counts heap allocations per call over two and a half ticks'
+// worth of IDs, so that the wait for the next tick is included.
+func allocsPerID(p *peer) float64 {
+	runs := p.perTick*5/2 + 1
+	return testing.AllocsPerRun(runs, func() { p.next() })
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// References for singleCost's table.
+var (
+	readWall = func() int64 { return time.Now().UnixNano() }
+	readMono = func() int64 { return int64(time.Since(base)) }
+)
