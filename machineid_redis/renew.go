@@ -51,7 +51,7 @@ func (s *Service) refused(res []int64) error {
 	case code >= 0 && len(res) == 3:
 		return nil
 	case code == -1 && s.mode == modeLease:
-		return fmt.Errorf("%w: all %d IDs in %s are leased (prefix %q)", ErrExhausted, arg(1), rng, s.cfg.prefix)
+		return fmt.Errorf("%w: every ID in %s is leased (%d held, prefix %q)", ErrExhausted, rng, arg(1), s.cfg.prefix)
 	case code == -1:
 		return fmt.Errorf("%w: %sMAX_ID = %d, the end of %s, and host %q has no mapping; host mode never recycles IDs, lease mode does",
 			ErrExhausted, s.cfg.prefix, arg(1), rng, s.cfg.host)

@@ -95,7 +95,7 @@ func TestExhaustedRangeSaysWhy(t *testing.T) {
 	acquireMany(t, c, 3, mr.WithRange(5, 7))
 	_, err := leased(t, c, mr.WithRange(5, 7)).MachineID(acquireCtx(t))
 	require.ErrorIs(t, err, mr.ErrExhausted)
-	assert.Contains(t, err.Error(), "all 3 IDs in 5..7 are leased")
+	assert.Contains(t, err.Error(), "every ID in 5..7 is leased (3 held")
 }
 
 func TestReleasedIDIsReused(t *testing.T) {

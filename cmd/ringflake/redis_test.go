@@ -176,7 +176,7 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"range exhausted", []string{"gen", "--redis", srv.Addr, "--machine-range", "3-3"}, 1, "all 1 IDs in 3..3 are leased"},
+		{"range exhausted", []string{"gen", "--redis", srv.Addr, "--machine-range", "3-3"}, 1, "every ID in 3..3 is leased"},
 		{"no server", []string{"gen", "--redis", "127.0.0.1:1"}, 1, "connection refused"},
 		{"range past the layout", []string{"gen", "--redis", srv.Addr, "--machine-range", "0-5000"}, 2, "the layout's machine IDs are 0..1023"},
 		{"bad range", []string{"gen", "--redis", srv.Addr, "--machine-range", "7"}, 2, `--machine-range = "7"`},
