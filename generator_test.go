@@ -166,11 +166,15 @@ func TestGeneratorHostileClocksConcurrent(t *testing.T) {
 
 func TestGeneratorOrderingWithMonotonicClock(t *testing.T) {
 	t.Parallel()
+	// The clock moves only when read, so a call waiting for the next tick
+	// needs more readings, not more time: MaxWait is generous so that a
+	// loaded machine's slow sleeps cannot turn this into a timing test.
 	clock := fakeclock.NewTicker(at(5, 0), 37*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(4))
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(4),
+		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	var last ringflake.ID
-	for i := range 20000 {
+	for i := range 3000 {
 		id, err := g.NextID()
 		require.NoError(t, err)
 		require.Greaterf(t, id, last, "call %d: NextID() = %d; want more than %d", i, id, last)
@@ -258,10 +262,11 @@ func TestGeneratorErrorsSayHowFar(t *testing.T) {
 func TestGeneratorWaitsForNextTick(t *testing.T) {
 	t.Parallel()
 	// The clock moves 0.25 ms per reading, so a full tick frees up after a
-	// few short sleeps; with a generous MaxWait no call fails.
+	// few short sleeps; with a generous MaxWait no call fails, however
+	// slowly a loaded machine sleeps.
 	clock := fakeclock.NewTicker(at(7, 0), 250*time.Microsecond)
 	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
-		ringflake.WithMaxWait(time.Second))
+		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 8, 200)
 	assert.Empty(t, errs)
@@ -369,10 +374,10 @@ func TestDefaultClockIsWallClock(t *testing.T) {
 // callers wait for ticks and every ID is distinct.
 func TestGeneratorRealClockConcurrent(t *testing.T) {
 	t.Parallel()
-	g, err := ringflake.New(ringflake.WithMachineID(1023), ringflake.WithMaxWait(time.Second))
+	g, err := ringflake.New(ringflake.WithMachineID(1023), ringflake.WithMaxWait(10*time.Second))
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 16, 5000)
-	require.Empty(t, errs, "a steady real clock never fails within a second's wait")
+	require.Empty(t, errs, "a steady real clock never fails within a generous wait")
 	seen := make(map[ringflake.ID]struct{}, len(ids))
 	for _, id := range ids {
 		_, dup := seen[id]

@@ -55,7 +55,8 @@ func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 func TestStatsIssuedSurvivesRingReuse(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.NewTicker(at(1, 0), 20*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(2))
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(2),
+		ringflake.WithMaxWait(time.Minute)) // the clock moves per reading, not with time: see TestGeneratorOrderingWithMonotonicClock
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 4, 500)
 	require.Empty(t, errs)
@@ -93,7 +94,8 @@ func TestEventsAreRateLimitedAndLogged(t *testing.T) {
 func TestNextN(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.NewTicker(at(9, 0), 50*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(1))
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(1),
+		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	dst := make([]ringflake.ID, 100)
 	n, err := g.NextN(dst)
