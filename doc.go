@@ -101,6 +101,14 @@
 // [WithMachineIDService], for at most the acquire timeout
 // ([WithAcquireTimeout]).
 //
+// # The ID in the wild
+//
+// An [ID] converts to and from decimal ([ID.String], [ParseID]), a
+// fixed-width sortable Base32 ([ID.Base32], [ParseBase32]) and Base58 for
+// people ([ID.Base58], [ParseBase58]). It marshals to JSON as a string, so
+// JavaScript keeps every digit, and works with database/sql; [NullID]
+// holds a nullable column.
+//
 // # Observability
 //
 // [Generator.Stats] returns counters: IDs issued, step backs and the

@@ -1,42 +1,9 @@
 package ringflake
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
-)
-
-// Errors returned when text, JSON or a database value does not hold an ID.
-// Every parser in this package returns an error wrapping exactly one of
-// them, with the offending input and position in the message; test with
-// [errors.Is].
-var (
-	// ErrIDCharacter means the input holds a character its encoding does
-	// not use: a letter in a decimal ID, a lowercase letter in a Base32
-	// ID, a '0' in a Base58 ID, a fraction or exponent in a JSON number.
-	ErrIDCharacter = errors.New("ringflake: invalid character in ID")
-
-	// ErrIDLength means the input is empty, longer than its encoding
-	// allows (19 decimal digits, 11 Base58 digits), not exactly 13
-	// characters of Base32, or a Base58 ID with leading zero digits.
-	ErrIDLength = errors.New("ringflake: invalid ID length")
-
-	// ErrIDOverflow means the input is well formed but its value is above
-	// the largest ID, 2^63-1.
-	ErrIDOverflow = errors.New("ringflake: ID overflows 63 bits")
-
-	// ErrIDNegative means the input or the ID is negative. IDs are never
-	// negative, so a negative ID is refused rather than encoded.
-	ErrIDNegative = errors.New("ringflake: ID is negative")
-
-	// ErrIDType means a database value has a type that cannot hold an ID,
-	// such as a float or a time.
-	ErrIDType = errors.New("ringflake: value of this type cannot hold an ID")
-
-	// ErrIDNull means a database NULL was scanned into an [ID]. Scan a
-	// nullable column into a [NullID] instead.
-	ErrIDNull = errors.New("ringflake: NULL is not an ID; scan into a NullID")
 )
 
 // Widths of the text encodings.

@@ -7,7 +7,8 @@ import (
 )
 
 // Errors returned by this package. Test for them with [errors.Is]: the
-// returned errors wrap them with figures, usually as a [*ClockError].
+// returned errors wrap them with figures, as a [*ClockError] for the clock's
+// failures, and with the input and position for the ID parsers.
 var (
 	// ErrInvalidConfig means an option, layout or ID part is out of range.
 	// The wrapping message names the value and the valid range.
@@ -39,6 +40,36 @@ var (
 	// ErrClosed means [Generator.Close] was called, or the Generator was
 	// not made by [New].
 	ErrClosed = errors.New("ringflake: generator is closed")
+
+	// The errors below are returned when text, JSON or a database value
+	// does not hold an ID. Every parser returns an error wrapping exactly
+	// one of them, with the offending input and position in the message.
+
+	// ErrIDCharacter means the input holds a character its encoding does
+	// not use: a letter in a decimal ID, a lowercase letter in a Base32
+	// ID, a '0' in a Base58 ID, a fraction or exponent in a JSON number.
+	ErrIDCharacter = errors.New("ringflake: invalid character in ID")
+
+	// ErrIDLength means the input is empty, longer than its encoding
+	// allows (19 decimal digits, 11 Base58 digits), not exactly 13
+	// characters of Base32, or a Base58 ID with leading zero digits.
+	ErrIDLength = errors.New("ringflake: invalid ID length")
+
+	// ErrIDOverflow means the input is well formed but its value is above
+	// the largest ID, 2^63-1.
+	ErrIDOverflow = errors.New("ringflake: ID overflows 63 bits")
+
+	// ErrIDNegative means the input or the ID is negative. IDs are never
+	// negative, so a negative ID is refused rather than encoded.
+	ErrIDNegative = errors.New("ringflake: ID is negative")
+
+	// ErrIDType means a database value has a type that cannot hold an ID,
+	// such as a float or a time.
+	ErrIDType = errors.New("ringflake: value of this type cannot hold an ID")
+
+	// ErrIDNull means a database NULL was scanned into an [ID]. Scan a
+	// nullable column into a [NullID] instead.
+	ErrIDNull = errors.New("ringflake: NULL is not an ID; scan into a NullID")
 )
 
 // ClockError reports a failure caused by the clock, with the figures needed
