@@ -14,6 +14,9 @@ import (
 func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 	sent := time.Now() // before the call: the server's TTL starts later
 	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
+	s.mu.Lock()
+	s.tried = true
+	s.mu.Unlock()
 	var (
 		res []int64
 		err error
@@ -102,6 +105,8 @@ func (s *Service) update(id, after, mark int64, sent time.Time, fresh bool) {
 	deadline := sent.Add(s.cfg.ttl - s.cfg.margin)
 	s.mu.Lock()
 	if s.closed {
+		// Close is waiting for acqMu to release what this call took.
+		s.lease.ID, s.held = id, true
 		s.mu.Unlock()
 		return
 	}
@@ -192,7 +197,9 @@ func (s *Service) eval(ctx context.Context, timeout time.Duration, sc *redis.Scr
 		err error
 	}
 	ch := make(chan result, 1)
+	s.inflight.Add(1)
 	go func() {
+		defer s.inflight.Done()
 		v, err := sc.Run(ctx, s.client, s.keys, args...).Int64Slice()
 		ch <- result{v, err}
 	}()

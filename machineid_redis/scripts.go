@@ -145,19 +145,26 @@ redis.call('HSET', marks, id, string.format('%.0f', mark))
 return {1, mark}
 `)
 
-// release drops the token's lease on id if it still holds it. The mark
-// stays: the next holder must not reuse the ticks this one may have issued.
+// release drops the token's lease: the one its owner hash names, and the
+// one the caller believes it holds (-1 if none), each only if it is still
+// the token's. The mark stays: the next holder must not reuse the ticks
+// this one may have issued. Looking the lease up by token also frees one
+// taken by a call whose answer the caller never saw.
 //
 //	KEYS[1] marks
 //	ARGV    prefix, token, id
-//	returns {1} if it released, {0} if the lease was not this token's
+//	returns {n}, the number of leases released
 var release = redis.NewScript(`
-local prefix, token, id = ARGV[1], ARGV[2], ARGV[3]
-redis.call('DEL', prefix .. 'OWNER:' .. token)
-local lease = prefix .. 'LEASE:' .. id
-if redis.call('GET', lease) == token then
-  redis.call('DEL', lease)
-  return {1}
+local prefix, token = ARGV[1], ARGV[2]
+local owner = prefix .. 'OWNER:' .. token
+local n = 0
+for _, id in ipairs({redis.call('HGET', owner, 'id'), ARGV[3]}) do
+  local lease = prefix .. 'LEASE:' .. tostring(id)
+  if id and redis.call('GET', lease) == token then
+    redis.call('DEL', lease)
+    n = n + 1
+  end
 end
-return {0}
+redis.call('DEL', owner)
+return {n}
 `)

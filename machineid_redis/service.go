@@ -51,14 +51,16 @@ type Service struct {
 	held     bool            // the last answer from Redis said the token holds lease.ID
 	deadline time.Time       // with a monotonic reading: lease.Valid ends here
 	started  bool            // the renewer is running
+	tried    bool            // an acquire call was made, so there may be a lease to release
 	closed   bool
 
 	wmu      sync.Mutex // serializes deliveries to watchers; protects watchers and nextW
 	watchers map[int]func(machineid.Lease)
 	nextW    int
 
-	expiry    *time.Timer   // calls expire at the deadline; written once by newService
-	stopped   chan struct{} // closed when the renewer returns
+	inflight  sync.WaitGroup // Redis calls still running, even if eval gave up on them
+	expiry    *time.Timer    // calls expire at the deadline; written once by newService
+	stopped   chan struct{}  // closed when the renewer returns
 	closeOnce sync.Once
 	closeErr  error // written inside closeOnce
 }
@@ -129,6 +131,24 @@ func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, 
 	return s, nil
 }
 
+// settle waits, at most the call timeout, for calls that eval gave up on
+// when Close began, so that a lease one of them took is in Redis, under
+// this token, before the release looks for it. The caller holds acqMu, so
+// no call starts meanwhile.
+func (s *Service) settle() {
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(s.cfg.callTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
 // defaultHost is the host mode's name for this host: its first private
 // IPv4 address, as the seed's mapping uses, or else its hostname.
 func defaultHost() (string, error) {
@@ -173,9 +193,12 @@ func (s *Service) MachineID(ctx context.Context) (int64, error) {
 		return -1, err
 	}
 	s.mu.Lock()
-	id, start := s.lease.ID, !s.started
-	s.started = true
+	id, closed, start := s.lease.ID, s.closed, !s.started
+	s.started = s.started || !closed
 	s.mu.Unlock()
+	if closed {
+		return -1, ErrClosed // Close releases what was just taken
+	}
 	if start {
 		go s.run()
 	}
@@ -196,10 +219,11 @@ func (s *Service) Token() string { return s.token }
 
 // Close stops renewing, releases the lease in Redis and reports an invalid
 // lease to watchers. The ID's high-water mark stays, so its next holder
-// does not reuse ticks this one may have issued. Close waits for an
-// in-flight call to end and for the release, at most the call timeout. It
-// returns the release's error, if any; later calls return nil. Watchers
-// must not call Close from their callback.
+// does not reuse ticks this one may have issued. Close waits for calls in
+// flight to end, then for the release, each at most the call timeout; a
+// Service that never tried to acquire does not contact Redis. Every call
+// returns the release's error, if any. Watchers must not call Close from
+// their callback.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -212,14 +236,15 @@ func (s *Service) Close() error {
 			<-s.stopped
 		}
 		s.expiry.Stop()
-		s.acqMu.Lock()
+		s.acqMu.Lock() // no call starts after this: MachineID sees closed
+		s.settle()
 		s.mu.Lock()
 		id := s.lease.ID
 		s.held = false
+		tried := s.tried
 		s.mu.Unlock()
-		if id >= 0 {
-			_, err := s.eval(context.Background(), s.cfg.callTimeout, release, s.cfg.prefix, s.token, id)
-			if err != nil {
+		if tried {
+			if _, err := s.eval(context.Background(), s.cfg.callTimeout, release, s.cfg.prefix, s.token, id); err != nil {
 				s.closeErr = fmt.Errorf("machineid_redis: releasing machine ID %d: %w", id, err)
 			}
 		}

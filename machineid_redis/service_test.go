@@ -363,3 +363,25 @@ func TestUnreachableRedisTimesOut(t *testing.T) {
 	require.ErrorIs(t, err, mr.ErrTimeout)
 	assert.Contains(t, err.Error(), "after 50ms")
 }
+
+func TestCloseDuringAcquireLeavesNoLease(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	for range 20 {
+		s, err := mr.NewLeased(c, mr.WithTTL(ttl))
+		require.NoError(t, err)
+		var g errgroup.Group
+		g.Go(func() error {
+			_, err := s.MachineID(acquireCtx(t))
+			if err != nil && !errors.Is(err, mr.ErrClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(s.Close)
+		require.NoError(t, g.Wait())
+		keys, err := c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys, "a lease taken while closing must be released")
+	}
+}
