@@ -23,6 +23,9 @@ type pacedResult struct {
 
 func (r pacedResult) rate() float64 { return float64(r.ids) / r.elapsed.Seconds() }
 
+// maxLag is how far the furthest-behind worker fell behind its schedule.
+func (r pacedResult) maxLag() float64 { return float64(slices.Max(r.lag)) }
+
 // quantile returns the q-th quantile of the sorted latencies.
 func (r pacedResult) quantile(q float64) time.Duration {
 	if len(r.lat) == 0 {

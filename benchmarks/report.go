@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,10 +51,10 @@ func single(o options, peers []*peer) {
 
 func allocs(peers []*peer) {
 	progress("allocations ...")
-	w := table("(4) Allocations per ID (testing.AllocsPerRun over 2.5 ticks' worth of IDs, waits included)")
+	w := table("(4) Allocations per ID: one goroutine, 2.5 ticks' worth of IDs, waits included (runtime.MemStats.Mallocs; saturation table has it under contention)")
 	fmt.Fprintln(w, "generator\tallocs/ID\t")
 	for _, p := range peers {
-		fmt.Fprintf(w, "%s\t%.3g\t\n", p.name, allocsPerID(p))
+		fmt.Fprintf(w, "%s\t%.2g\t\n", p.name, allocsPerID(p))
 	}
 	w.Flush()
 }
@@ -78,7 +77,7 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult) {
 		}
 	}
 	w := table(fmt.Sprintf("(1) Saturation: G goroutines issuing flat out for %v windows on tick boundaries (median of %d rounds)", o.window, o.rounds))
-	fmt.Fprintln(w, "generator\tG\tIDs/s\tceiling/s\tof ceiling\tCPU s per M IDs\tCPU vs bwmarrin\tcores busy\terrors\t")
+	fmt.Fprintln(w, "generator\tG\tIDs/s\tceiling/s\tof ceiling\tCPU s per M IDs\tCPU vs bwmarrin\tcores busy\tallocs/ID\terrors\t")
 	for _, g := range o.gs {
 		var ref float64
 		for _, p := range peers {
@@ -94,8 +93,8 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult) {
 			for _, r := range rs {
 				fails += r.fails
 			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%s\t%.2f\t%d\t\n", p.name, g, si(rate), si(p.ceiling()),
-				rate/p.ceiling(), cpu, ratio(cpu, ref), medianOf(rs, satResult.cores), fails)
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%s\t%.2f\t%.2g\t%d\t\n", p.name, g, si(rate), si(p.ceiling()),
+				rate/p.ceiling(), cpu, ratio(cpu, ref), medianOf(rs, satResult.cores), medianOf(rs, satResult.allocsPerID), fails)
 		}
 	}
 	w.Flush()
@@ -109,8 +108,6 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult) {
 		progress("paced load: round %d/%d ...", round+1, o.rounds)
 		for _, p := range rotated(peers, round) {
 			r, ids := pace(p, o.rate, o.pacedG, o.pacedDur, bufs)
-			slices.Sort(r.lag)
-			progress("  %s: lag p50 %v max %v", p.name, time.Duration(r.lag[len(r.lag)/2]), time.Duration(r.lag[len(r.lag)-1]))
 			dups[p].check(ids, 0, p, time.Now())
 			r.lat = r.lat[:len(r.lat):len(r.lat)]
 			res[p] = append(res[p], r)
@@ -122,7 +119,7 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult) {
 	title := fmt.Sprintf("(2) Paced load: %s IDs/s over %d goroutines for %v, latency of each call (median of %d rounds)",
 		si(o.rate), o.pacedG, o.pacedDur, o.rounds)
 	w := table(title)
-	fmt.Fprintln(w, "generator\tIDs/s got\tp50\tp99\tp99.9\tmax\tp99.9 vs best mutex peer\terrors\t")
+	fmt.Fprintln(w, "generator\tIDs/s got\tp50\tp99\tp99.9\tmax\tp99.9 vs best mutex peer\tpacer behind, max\terrors\t")
 	bestMutex := 0.0
 	for _, p := range peers {
 		if v := medianOf(res[p], q(0.999)); p.mutex && (bestMutex == 0 || v < bestMutex) {
@@ -136,12 +133,13 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult) {
 			fails += r.fails
 		}
 		p999 := medianOf(rs, q(0.999))
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%d\t\n", p.name, si(medianOf(rs, pacedResult.rate)),
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%s\t%d\t\n", p.name, si(medianOf(rs, pacedResult.rate)),
 			dur(medianOf(rs, q(0.5))), dur(medianOf(rs, q(0.99))), dur(p999),
-			dur(medianOf(rs, q(1))), ratio(p999, bestMutex), fails)
+			dur(medianOf(rs, q(1))), ratio(p999, bestMutex), dur(medianOf(rs, pacedResult.maxLag)), fails)
 	}
 	w.Flush()
-	fmt.Println("each call is timed with two monotonic reads, which add about one read's cost (table 3) to every figure")
+	fmt.Println("each call is timed with two monotonic reads, which add about one read's cost (table 3) to every figure;")
+	fmt.Printf("\"pacer behind\": how late the pacer's workers got against their schedules; deadlines over %v late were dropped\n", time.Duration(maxLag))
 }
 
 func duplicates(peers []*peer, dups map[*peer]*dupResult) {

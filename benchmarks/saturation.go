@@ -14,6 +14,7 @@ type satResult struct {
 	fails   int64         // calls that returned an error
 	elapsed time.Duration // the window, from the start signal to the stop flag
 	cpu     time.Duration // user+system CPU of the whole process over the run
+	allocs  uint64        // heap allocations of the whole process over the run
 }
 
 func (r satResult) rate() float64 { return float64(r.ids) / r.elapsed.Seconds() }
@@ -24,6 +25,15 @@ func (r satResult) cpuPerM() float64 {
 		return 0
 	}
 	return r.cpu.Seconds() / (float64(r.ids) / 1e6)
+}
+
+// allocsPerID is heap allocations per ID counted; the harness itself
+// allocates nothing while the workers run.
+func (r satResult) allocsPerID() float64 {
+	if r.ids == 0 {
+		return 0
+	}
+	return float64(r.allocs) / float64(r.ids)
 }
 
 // cores is the CPU used per second of window.
@@ -88,6 +98,7 @@ func saturate(p *peer, g int, window time.Duration, rec *recorder) (satResult, i
 	}
 	ready.Wait()
 	alignedWait(10*time.Millisecond, mono()+int64(2*time.Millisecond))
+	m0 := mallocs()
 	cpu0 := cpuTime()
 	t0 := mono()
 	close(start)
@@ -98,8 +109,9 @@ func saturate(p *peer, g int, window time.Duration, rec *recorder) (satResult, i
 	t1 := mono()
 	done.Wait()
 	cpu1 := cpuTime()
+	m1 := mallocs()
 
-	r := satResult{elapsed: time.Duration(t1 - t0), cpu: cpu1 - cpu0}
+	r := satResult{elapsed: time.Duration(t1 - t0), cpu: cpu1 - cpu0, allocs: m1 - m0}
 	var unrecorded int64
 	for i := range ws {
 		r.ids += ws[i].ids

@@ -1,0 +1,190 @@
+package ringflake_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringflake/ringflake"
+)
+
+// Benchmarks for benchstat across commits:
+//
+//	go test -run '^$' -bench . -count 10 > new.txt && benchstat old.txt new.txt
+//
+// seq=12 is the default layout, whose 4096 IDs per millisecond cap any
+// caller at 244 ns/ID: those benchmarks measure how close a generator gets
+// to the ceiling (the of-ceiling metric) and so how well it waits for the
+// next tick. seq=22 (no machine bits) lifts the ceiling a thousandfold, so
+// nothing ever waits and ns/op is the cost of one call. The side-by-side
+// comparison with other libraries is `go run ./benchmarks`.
+
+// nsPerTickID is the ceiling of the default layout in ns per ID.
+const nsPerTickID = float64(time.Millisecond) / 4096
+
+type idGen interface {
+	NextID() (ringflake.ID, error)
+}
+
+type impl struct {
+	name string
+	make func(b *testing.B, seqBits int) idGen
+}
+
+var impls = []impl{
+	{"ringflake", newRingflake},
+	{"mutex", func(_ *testing.B, seqBits int) idGen { return newMutexGen(seqBits) }},
+}
+
+func newRingflake(b *testing.B, seqBits int) idGen {
+	l := ringflake.DefaultLayout()
+	l.MachineBits, l.SequenceBits = l.MachineBits+l.SequenceBits-seqBits, seqBits
+	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(0))
+	if err != nil {
+		b.Fatalf("New(seq=%d) = %v; want no error", seqBits, err)
+	}
+	b.Cleanup(func() { g.Close() })
+	return g
+}
+
+// BenchmarkNextID is one goroutine calling NextID back to back.
+func BenchmarkNextID(b *testing.B) {
+	for _, im := range impls {
+		for _, seq := range []int{22, 12} {
+			b.Run(fmt.Sprintf("impl=%s/seq=%d", im.name, seq), func(b *testing.B) {
+				g := im.make(b, seq)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := g.NextID(); err != nil {
+						b.Fatalf("NextID() = %v; want no error", err)
+					}
+				}
+				reportCeiling(b, seq)
+			})
+		}
+	}
+}
+
+// BenchmarkNextIDParallel is GOMAXPROCS goroutines calling NextID.
+func BenchmarkNextIDParallel(b *testing.B) {
+	for _, im := range impls {
+		for _, seq := range []int{22, 12} {
+			b.Run(fmt.Sprintf("impl=%s/seq=%d", im.name, seq), func(b *testing.B) {
+				g := im.make(b, seq)
+				b.ReportAllocs()
+				var mu sync.Mutex
+				var errs []int
+				b.RunParallel(func(pb *testing.PB) {
+					n := 0
+					for pb.Next() {
+						if _, err := g.NextID(); err != nil {
+							n++
+						}
+					}
+					mu.Lock()
+					errs = append(errs, n)
+					mu.Unlock()
+				})
+				reportErrors(b, errs)
+				reportCeiling(b, seq)
+			})
+		}
+	}
+}
+
+// BenchmarkNextIDGoroutines sweeps the number of goroutines sharing one
+// generator of the default layout; b.N IDs are split evenly between them,
+// so the benchmark ends with its slowest goroutine, and a goroutine starved
+// of IDs shows as lost throughput or as errors.
+func BenchmarkNextIDGoroutines(b *testing.B) {
+	for _, im := range impls {
+		for _, n := range []int{1, 2, 4, 16, 64, 256} {
+			b.Run(fmt.Sprintf("impl=%s/G=%d", im.name, n), func(b *testing.B) {
+				g := im.make(b, 12)
+				b.ReportAllocs()
+				var wg sync.WaitGroup
+				errs := make([]int, n)
+				start := make(chan struct{})
+				for i := range n {
+					share := b.N / n
+					if i < b.N%n {
+						share++
+					}
+					wg.Go(func() {
+						<-start
+						for range share {
+							if _, err := g.NextID(); err != nil {
+								errs[i]++
+							}
+						}
+					})
+				}
+				b.ResetTimer()
+				close(start)
+				wg.Wait()
+				b.StopTimer()
+				reportErrors(b, errs)
+				reportCeiling(b, 12)
+			})
+		}
+	}
+}
+
+// reportErrors reports failed calls per million: under saturation every
+// call should wait for the next tick rather than fail, so anything but 0 is
+// a caller that waited MaxWait in vain. Benchmarks count failures instead of
+// stopping, so that a benchstat comparison still has the timing.
+func reportErrors(b *testing.B, perGoroutine []int) {
+	n := 0
+	for _, e := range perGoroutine {
+		n += e
+	}
+	b.ReportMetric(float64(n)/float64(b.N)*1e6, "errors/M")
+}
+
+// reportCeiling reports, for the default layout, the fraction of the
+// ceiling the benchmark reached.
+func reportCeiling(b *testing.B, seqBits int) {
+	if seqBits != 12 || b.N == 0 || b.Elapsed() == 0 {
+		return
+	}
+	nsPerOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(nsPerTickID/nsPerOp, "of-ceiling")
+}
+
+// mutexGen is the baseline: the obvious Snowflake, one mutex around a
+// wall-clock read and a counter, with the default layout's 1 ms ticks. A
+// step back keeps using the last millisecond; a used-up millisecond is
+// waited out by spinning with the lock held, as most mutex designs do.
+type mutexGen struct {
+	mu      sync.Mutex // protects last and seq
+	last    int64      // milliseconds since the epoch of the last ID
+	seq     int64      // sequence of the last ID
+	seqBits int        // written once by newMutexGen
+	epochMs int64      // written once by newMutexGen
+}
+
+func newMutexGen(seqBits int) *mutexGen {
+	return &mutexGen{last: -1, seqBits: seqBits, epochMs: ringflake.DefaultLayout().Epoch.UnixMilli()}
+}
+
+func (g *mutexGen) NextID() (ringflake.ID, error) {
+	maxSeq := int64(1)<<g.seqBits - 1
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := max(time.Now().UnixMilli()-g.epochMs, g.last)
+	if now == g.last {
+		g.seq++
+		if g.seq > maxSeq {
+			for now <= g.last {
+				now = time.Now().UnixMilli() - g.epochMs
+			}
+			g.seq = 0
+		}
+	} else {
+		g.seq = 0
+	}
+	g.last = now
+	return ringflake.ID(now<<22 | g.seq), nil
+}
