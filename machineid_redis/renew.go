@@ -205,16 +205,28 @@ func (s *Service) eval(ctx context.Context, timeout time.Duration, sc *redis.Scr
 	}()
 	select {
 	case r := <-ch:
-		if r.err != nil {
-			return nil, fmt.Errorf("machineid_redis: redis: %w", r.err)
+		switch {
+		case r.err == nil:
+			return r.v, nil
+		case ctx.Err() != nil: // the client noticed the context first
+			return nil, s.ctxErr(ctx, timeout)
 		}
-		return r.v, nil
+		return nil, fmt.Errorf("machineid_redis: redis: %w", r.err)
 	case <-ctx.Done():
-		if s.ctx.Err() != nil && ctx.Err() == context.Canceled {
-			return nil, ErrClosed
-		}
-		return nil, fmt.Errorf("%w after %v: %w", ErrTimeout, timeout.Round(time.Millisecond), ctx.Err())
+		return nil, s.ctxErr(ctx, timeout)
 	}
+}
+
+// ctxErr explains why a call's context ended: Close ([ErrClosed]), the
+// timeout ([ErrTimeout]) or the caller's own cancellation.
+func (s *Service) ctxErr(ctx context.Context, timeout time.Duration) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%w after %v: %w", ErrTimeout, timeout.Round(time.Millisecond), ctx.Err())
+	case s.ctx.Err() != nil:
+		return ErrClosed
+	}
+	return fmt.Errorf("machineid_redis: %w", ctx.Err())
 }
 
 // msTime converts a mark in ms since the Unix epoch to a time; 0 or less
