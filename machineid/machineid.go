@@ -35,6 +35,12 @@ type Lease struct {
 // Leaser is a [Service] that holds its ID on a lease which can be lost and
 // regained, and which limits the time range its holder may use. A generator
 // given a Leaser follows the lease through Watch and releases it on Close.
+//
+// Uniqueness across holders rests on three promises an implementation
+// makes: it reports Valid = false before the ID could be granted to anyone
+// else; it reports an Until only once the lease store has recorded it; and
+// the After it reports is at or past every Until any earlier holder of the
+// ID was given. package machineid_redis keeps them with Redis.
 type Leaser interface {
 	Service
 	// Watch calls fn with the current lease, before returning, and then
