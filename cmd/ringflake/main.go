@@ -3,6 +3,7 @@
 // Usage:
 //
 //	ringflake gen -n N [--machine-id M]   print N new IDs, one per line
+//	ringflake gen -n N --redis ADDR       the same, with a machine ID leased from Redis
 //	ringflake decode ID...                print the time, machine and sequence of each ID
 //	ringflake simulate [--rollback D]     replay a clock step-back against ringflake and a strict Snowflake
 //
@@ -28,6 +29,10 @@ const usage = `usage: ringflake <command> [flags]
 
 commands:
   gen -n N [--machine-id M]   print N new IDs, one decimal per line
+      [--redis ADDR [--redis-prefix P] [--redis-mode lease|host]
+       [--machine-range MIN-MAX] [--lease-ttl D]]
+                              take the machine ID from Redis instead
+      [--clock-offset D]      shift the clock (testing and demos)
   decode ID...                print the time, machine and sequence of each ID
                               (decimal, Base32 or Base58)
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
