@@ -23,7 +23,15 @@ type recorder struct {
 	used atomic.Int64 // slots reserved so far; may pass len(buf)
 }
 
-func newRecorder(n int) *recorder { return &recorder{buf: make([]int64, n)} }
+// newRecorder allocates the buffer and writes it once, so that no run pays
+// for the page faults of touching it first.
+func newRecorder(n int) *recorder {
+	r := &recorder{buf: make([]int64, n)}
+	for i := range r.buf {
+		r.buf[i] = empty
+	}
+	return r
+}
 
 func (r *recorder) reset() { r.used.Store(0) }
 

@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ type options struct {
 	batches    int
 	peerFilter []string
 	bufIDs     int
+	cpuProfile string
 }
 
 func parseFlags() (options, error) {
@@ -51,6 +53,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.batches, "batches", 40, "single-call batches (one per tick) per generator and round")
 	peers := flag.String("peers", "", "only generators whose name contains one of these, comma-separated")
 	flag.IntVar(&o.bufIDs, "buf", 8<<20, "IDs kept per saturation run for the duplicate check")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (with -peers to profile one generator)")
 	flag.Parse()
 	if *quick {
 		o.rounds, o.window, o.pacedDur, o.batches = 1, 50*time.Millisecond, 100*time.Millisecond, 10
@@ -87,6 +90,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchmarks:", err)
 		os.Exit(2)
 	}
+	stop := func() {}
+	if o.cpuProfile != "" {
+		if stop, err = startProfile(o.cpuProfile); err != nil {
+			fmt.Fprintln(os.Stderr, "benchmarks:", err)
+			os.Exit(1)
+		}
+	}
+	ok := run(o)
+	stop()
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+// run runs the scenarios o asks for and prints their tables. It returns
+// false if ringflake issued a duplicate.
+func run(o options) bool {
 	began := time.Now()
 	peers, skipped := newPeers()
 	peers = slices.DeleteFunc(peers, func(p *peer) bool { return !o.wants(p) })
@@ -117,9 +137,22 @@ func main() {
 	fmt.Printf("\ntotal run time %.1fs\n", time.Since(began).Seconds())
 	for _, p := range peers {
 		if dups[p].dups > 0 && p.name == "ringflake" {
-			os.Exit(1)
+			return false
 		}
 	}
+	return true
+}
+
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func (o options) wants(p *peer) bool {

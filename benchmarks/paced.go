@@ -46,6 +46,9 @@ func newPacedBufs(workers, perWorker int) *pacedBufs {
 	for i := range workers {
 		b.lat[i] = make([]uint32, perWorker)
 		b.ids[i] = make([]int64, perWorker)
+		for j := range perWorker { // touch every page before any run
+			b.lat[i][j], b.ids[i][j] = 1, empty
+		}
 	}
 	return b
 }
