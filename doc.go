@@ -3,7 +3,7 @@
 //
 // # Bit layout
 //
-// An [ID] is a positive int64. With [DefaultLayout]:
+// An [ID] is a non-negative int64 (the sign bit is always 0). With [DefaultLayout]:
 //
 //	 bit 63 62                        22 21          12 11           0
 //	+------+----------------------------+--------------+--------------+

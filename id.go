@@ -2,7 +2,7 @@ package ringflake
 
 import "strconv"
 
-// ID is a ringflake identifier: a positive 63-bit integer laid out as
+// ID is a ringflake identifier: a non-negative 63-bit integer laid out as
 // described by a [Layout]. IDs from one generator sort by the time they were
 // issued, as long as its clock does not step back. ID is a plain value;
 // decode it with the Layout it was made with ([Generator.Layout] or
