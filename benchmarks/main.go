@@ -43,11 +43,11 @@ type options struct {
 func parseFlags() (options, error) {
 	var o options
 	quick := flag.Bool("quick", false, "a run of a few seconds: 1 round, short windows (for CI)")
-	run := flag.String("run", "single,allocs,sat,paced", "scenarios to run, comma-separated: single, allocs, sat, paced")
+	run := flag.String("run", "sat,paced,single,allocs", "scenarios to run, comma-separated: sat, paced, single, allocs (the duplicate check covers sat and paced)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the saturation, paced and single-call scenarios")
-	flag.DurationVar(&o.window, "window", 200*time.Millisecond, "saturation window per generator and G")
+	flag.DurationVar(&o.window, "window", 300*time.Millisecond, "saturation window per generator and G")
 	gs := flag.String("g", "1,2,16,256", "goroutine counts for saturation")
-	flag.DurationVar(&o.pacedDur, "paced", 400*time.Millisecond, "paced-load duration per generator and round")
+	flag.DurationVar(&o.pacedDur, "paced", 500*time.Millisecond, "paced-load duration per generator and round")
 	flag.Float64Var(&o.rate, "rate", 1e6, "paced load in IDs per second")
 	flag.IntVar(&o.pacedG, "paced-g", 64, "goroutines sharing the paced load")
 	flag.IntVar(&o.batches, "batches", 40, "single-call batches (one per tick) per generator and round")
@@ -118,22 +118,24 @@ func run(o options) bool {
 	for _, p := range peers {
 		dups[p] = &dupResult{}
 	}
-	if o.run["single"] {
-		single(o, peers)
-	}
-	if o.run["allocs"] {
-		allocs(peers)
-	}
+	var sum summary
 	if o.run["sat"] {
-		saturation(o, peers, dups)
+		saturation(o, peers, dups, &sum)
 	}
 	if o.run["paced"] {
-		paced(o, peers, dups)
+		paced(o, peers, dups, &sum)
+	}
+	if o.run["single"] {
+		single(o, peers, &sum)
+	}
+	if o.run["allocs"] {
+		allocs(peers, &sum)
 	}
 	if o.run["sat"] || o.run["paced"] {
 		duplicates(peers, dups)
 	}
 	printNotes(peers)
+	sum.print()
 	fmt.Printf("\ntotal run time %.1fs\n", time.Since(began).Seconds())
 	for _, p := range peers {
 		if dups[p].dups > 0 && p.name == "ringflake" {

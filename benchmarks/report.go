@@ -17,7 +17,7 @@ func table(title string) *tabwriter.Writer {
 	return tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 }
 
-func single(o options, peers []*peer) {
+func single(o options, peers []*peer, sum *summary) {
 	progress("single-call cost ...")
 	costs := map[*peer][]float64{}
 	var wall, mon []float64
@@ -43,23 +43,30 @@ func single(o options, peers []*peer) {
 	for _, p := range peers {
 		m := median(costs[p])
 		fmt.Fprintf(w, "%s\t%.1f\t%s\t%d\t\n", p.name, m, ratio(m, ref), len(costs[p]))
+		if p.name == "ringflake" {
+			sum.single, sum.singleRef = m, ref
+		}
 	}
 	fmt.Fprintf(w, "(time.Now)\t%.1f\t\t%d\t\n", median(wall), len(wall))
 	fmt.Fprintf(w, "(monotonic read, time.Since)\t%.1f\t\t%d\t\n", median(mon), len(mon))
 	w.Flush()
 }
 
-func allocs(peers []*peer) {
+func allocs(peers []*peer, sum *summary) {
 	progress("allocations ...")
 	w := table("(4) Allocations per ID: one goroutine, 2.5 ticks' worth of IDs, waits included (runtime.MemStats.Mallocs; saturation table has it under contention)")
 	fmt.Fprintln(w, "generator\tallocs/ID\t")
 	for _, p := range peers {
-		fmt.Fprintf(w, "%s\t%.2g\t\n", p.name, allocsPerID(p))
+		a := allocsPerID(p)
+		fmt.Fprintf(w, "%s\t%.2g\t\n", p.name, a)
+		if p.name == "ringflake" {
+			sum.allocs, sum.allocsSet = max(sum.allocs, a), true
+		}
 	}
 	w.Flush()
 }
 
-func saturation(o options, peers []*peer, dups map[*peer]*dupResult) {
+func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
 	rec := newRecorder(o.bufIDs)
 	type key struct {
 		p *peer
@@ -93,14 +100,19 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult) {
 			for _, r := range rs {
 				fails += r.fails
 			}
+			allocs := medianOf(rs, satResult.allocsPerID)
 			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%s\t%.2f\t%.2g\t%d\t\n", p.name, g, si(rate), si(p.ceiling()),
-				rate/p.ceiling(), cpu, ratio(cpu, ref), medianOf(rs, satResult.cores), medianOf(rs, satResult.allocsPerID), fails)
+				rate/p.ceiling(), cpu, ratio(cpu, ref), medianOf(rs, satResult.cores), allocs, fails)
+			if p.name == "ringflake" {
+				sum.sat = append(sum.sat, satSummary{g: g, ofCeiling: rate / p.ceiling(), cpu: cpu, cpuRef: ref, errors: fails})
+				sum.allocs, sum.allocsSet = max(sum.allocs, allocs), true
+			}
 		}
 	}
 	w.Flush()
 }
 
-func paced(o options, peers []*peer, dups map[*peer]*dupResult) {
+func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
 	interval := time.Duration(float64(o.pacedG) * float64(time.Second) / o.rate)
 	bufs := newPacedBufs(o.pacedG, int(o.pacedDur/interval)+1)
 	res := map[*peer][]pacedResult{}
@@ -133,6 +145,9 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult) {
 			fails += r.fails
 		}
 		p999 := medianOf(rs, q(0.999))
+		if p.name == "ringflake" {
+			sum.p999, sum.p999Mutex, sum.pacedSet = p999, bestMutex, true
+		}
 		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%s\t%d\t\n", p.name, si(medianOf(rs, pacedResult.rate)),
 			dur(medianOf(rs, q(0.5))), dur(medianOf(rs, q(0.99))), dur(p999),
 			dur(medianOf(rs, q(1))), ratio(p999, bestMutex), dur(medianOf(rs, pacedResult.maxLag)), fails)
@@ -185,7 +200,7 @@ func printMachine(out io.Writer, o options) {
 	fmt.Fprintf(out, "machine: %s, %d cores, GOMAXPROCS=%d, %s %s/%s; %s; %s\n", cpu, runtime.NumCPU(),
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, rev, time.Now().UTC().Format(time.RFC3339))
 	scen := []string{}
-	for _, s := range []string{"single", "allocs", "sat", "paced"} {
+	for _, s := range []string{"sat", "paced", "single", "allocs"} {
 		if o.run[s] {
 			scen = append(scen, s)
 		}
@@ -204,6 +219,9 @@ func medianOf[T any](rs []T, f func(T) float64) float64 {
 func ratio(x, ref float64) string {
 	if ref == 0 {
 		return "-"
+	}
+	if r := x / ref; r < 0.1 || r >= 100 {
+		return fmt.Sprintf("%.2gx", r)
 	}
 	return fmt.Sprintf("%.2fx", x/ref)
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// summary holds ringflake's figures for the targets of issue 5, each a
+// ratio measured in the same run.
+type summary struct {
+	single, singleRef float64 // ns/op of ringflake and bwmarrin
+	sat               []satSummary
+	p999, p999Mutex   float64 // ns: ringflake's and the best mutex peer's
+	pacedSet          bool
+	allocs            float64 // the most allocations per ID seen
+	allocsSet         bool
+}
+
+type satSummary struct {
+	g           int
+	ofCeiling   float64
+	cpu, cpuRef float64 // CPU s per M IDs: ringflake's and bwmarrin's
+	errors      int64
+}
+
+func (s *summary) print() {
+	fmt.Println("\ntargets (issue 5), ringflake in this run:")
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "target\tmeasured\tstatus\t")
+	if s.singleRef > 0 {
+		fmt.Fprintf(w, "single call <= bwmarrin's\t%.1f vs %.1f ns (%.2fx)\t%s\t\n", s.single, s.singleRef, s.single/s.singleRef, met(s.single <= s.singleRef))
+	}
+	for _, r := range s.sat {
+		fmt.Fprintf(w, "saturation >= 0.995 of ceiling, G=%d\t%.4f (%d failed calls)\t%s\t\n", r.g, r.ofCeiling, r.errors, met(r.ofCeiling >= 0.995 && r.errors == 0))
+	}
+	for _, r := range s.sat {
+		if r.g == 16 && r.cpuRef > 0 {
+			fmt.Fprintf(w, "CPU per M IDs at G=16 <= half of bwmarrin's\t%.3f vs %.3f s (%.2fx)\t%s\t\n", r.cpu, r.cpuRef, r.cpu/r.cpuRef, met(r.cpu <= r.cpuRef/2))
+		}
+	}
+	if s.pacedSet {
+		fmt.Fprintf(w, "paced p99.9 <= 1 µs\t%v\t%s\t\n", dur(s.p999), met(s.p999 <= float64(time.Microsecond)))
+		if s.p999Mutex > 0 {
+			fmt.Fprintf(w, "paced p99.9 <= half of every mutex peer's\t%v vs best mutex peer %v (%s)\t%s\t\n",
+				dur(s.p999), dur(s.p999Mutex), ratio(s.p999, s.p999Mutex), met(s.p999 <= s.p999Mutex/2))
+		}
+	}
+	if s.allocsSet {
+		fmt.Fprintf(w, "0 allocations per ID\tat most %.2g per ID (tables 1 and 4)\t%s\t\n", s.allocs, met(s.allocs == 0))
+	}
+	w.Flush()
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
