@@ -89,11 +89,14 @@ type dupResult struct {
 	spans      [][2]int64 // min and max ID of each run
 }
 
-// check sorts ids in place, counts repeated IDs among them and records the
+// check sorts ids in place (tmp is scratch space, grown as needed), counts repeated IDs among them and records the
 // run's range. The range check stands in for a check across runs: IDs are
 // kept per run only, and runs whose ranges are disjoint cannot share an ID.
-func (d *dupResult) check(ids []int64, unrecorded int64, p *peer, end time.Time) {
-	slices.Sort(ids)
+func (d *dupResult) check(ids []int64, unrecorded int64, p *peer, end time.Time, tmp *[]int64) {
+	if len(*tmp) < len(ids) {
+		*tmp = make([]int64, len(ids))
+	}
+	radixSort(ids, *tmp)
 	i, _ := slices.BinarySearch(ids, 0) // skip empty slots
 	ids = ids[i:]
 	d.runs++

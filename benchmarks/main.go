@@ -177,5 +177,5 @@ func rotated(peers []*peer, round int) []*peer {
 }
 
 func progress(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, format+"\n", a...)
+	fmt.Fprintf(os.Stderr, "%5.1fs "+format+"\n", append([]any{time.Since(base).Seconds()}, a...)...)
 }

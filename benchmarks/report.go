@@ -68,6 +68,7 @@ func allocs(peers []*peer, sum *summary) {
 
 func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
 	rec := newRecorder(o.bufIDs)
+	scratch := make([]int64, o.bufIDs)
 	type key struct {
 		p *peer
 		g int
@@ -78,7 +79,7 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summar
 			progress("saturation: round %d/%d, G=%d ...", round+1, o.rounds, g)
 			for _, p := range rotated(peers, round) {
 				r, unrecorded := saturate(p, g, o.window, rec)
-				dups[p].check(rec.ids(), unrecorded, p, time.Now())
+				dups[p].check(rec.ids(), unrecorded, p, time.Now(), &scratch)
 				res[key{p, g}] = append(res[key{p, g}], r)
 			}
 		}
@@ -116,11 +117,12 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
 	interval := time.Duration(float64(o.pacedG) * float64(time.Second) / o.rate)
 	bufs := newPacedBufs(o.pacedG, int(o.pacedDur/interval)+1)
 	res := map[*peer][]pacedResult{}
+	var scratch []int64
 	for round := range o.rounds {
 		progress("paced load: round %d/%d ...", round+1, o.rounds)
 		for _, p := range rotated(peers, round) {
 			r, ids := pace(p, o.rate, o.pacedG, o.pacedDur, bufs)
-			dups[p].check(ids, 0, p, time.Now())
+			dups[p].check(ids, 0, p, time.Now(), &scratch)
 			r.lat = r.lat[:len(r.lat):len(r.lat)]
 			res[p] = append(res[p], r)
 		}

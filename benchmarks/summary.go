@@ -32,8 +32,13 @@ func (s *summary) print() {
 	if s.singleRef > 0 {
 		fmt.Fprintf(w, "single call <= bwmarrin's\t%.1f vs %.1f ns (%.2fx)\t%s\t\n", s.single, s.singleRef, s.single/s.singleRef, met(s.single <= s.singleRef))
 	}
+	var failed int64
 	for _, r := range s.sat {
-		fmt.Fprintf(w, "saturation >= 0.995 of ceiling, G=%d\t%.4f (%d failed calls)\t%s\t\n", r.g, r.ofCeiling, r.errors, met(r.ofCeiling >= 0.995 && r.errors == 0))
+		fmt.Fprintf(w, "saturation >= 0.995 of ceiling, G=%d\t%.4f\t%s\t\n", r.g, r.ofCeiling, met(r.ofCeiling >= 0.995))
+		failed += r.errors
+	}
+	if len(s.sat) > 0 {
+		fmt.Fprintf(w, "no failed call at saturation (a wait ends in an ID)\t%d failed (all G, all rounds)\t%s\t\n", failed, met(failed == 0))
 	}
 	for _, r := range s.sat {
 		if r.g == 16 && r.cpuRef > 0 {
