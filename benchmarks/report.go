@@ -199,8 +199,12 @@ func printMachine(out io.Writer, o options) {
 	if b, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
 		rev = "commit " + strings.TrimSpace(string(b))
 	}
-	fmt.Fprintf(out, "machine: %s, %d cores, GOMAXPROCS=%d, %s %s/%s; %s; %s\n", cpu, runtime.NumCPU(),
-		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, rev, time.Now().UTC().Format(time.RFC3339))
+	kernel := readTrim("/proc/sys/kernel/osrelease")
+	if cs := readTrim("/sys/devices/system/clocksource/clocksource0/current_clocksource"); cs != "" {
+		kernel += ", clocksource " + cs
+	}
+	fmt.Fprintf(out, "machine: %s, %d cores, GOMAXPROCS=%d, %s %s/%s, kernel %s; %s; %s\n", cpu, runtime.NumCPU(),
+		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernel, rev, time.Now().UTC().Format(time.RFC3339))
 	scen := []string{}
 	for _, s := range []string{"sat", "paced", "single", "allocs"} {
 		if o.run[s] {
@@ -249,4 +253,14 @@ func dur(ns float64) string {
 		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
 	}
 	return fmt.Sprintf("%.2fms", float64(d)/1e6)
+}
+
+// readTrim returns a small file's contents without surrounding space, or ""
+// if it cannot be read.
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
