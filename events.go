@@ -76,8 +76,10 @@ type events struct {
 // WithEvents makes the generator call fn for step backs, long waits and lease
 // changes, at most once per event interval for each kind (see
 // [WithEventInterval]), so a flapping clock cannot flood a log. fn runs on
-// the goroutine that saw the event, inside its NextID call: it must be quick
-// and must not call the generator. [SlogEvents] is a ready fn for log/slog.
+// the goroutine that saw the event: inside a NextID call for step backs
+// and long waits, on the lease's own goroutine for lease changes. It must
+// be quick and must not call the generator. [SlogEvents] is a ready fn for
+// log/slog.
 func WithEvents(fn func(Event)) Option {
 	return optionFunc(func(c *config) { c.events, c.eventsSet = fn, true })
 }

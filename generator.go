@@ -2,6 +2,7 @@ package ringflake
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,9 @@ func New(opts ...Option) (*Generator, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	// Without its monotonic reading, the epoch means the same instant to an
+	// injected clock (t.Sub) and to the default one (Unix nanoseconds).
+	c.layout.Epoch = c.layout.Epoch.Round(0)
 	g := &Generator{
 		clock:     c.clock,
 		epochNano: c.layout.Epoch.UnixNano(),
@@ -100,7 +104,9 @@ func (g *Generator) fixed(machine int64) *machineState {
 // behind, or for a lease to be confirmed. It returns a [*ClockError]
 // wrapping [ErrClockBeforeEpoch], [ErrTimeOverflow], [ErrClockBehind],
 // [ErrSequenceExhausted] or [ErrLeaseLost], or [ErrClosed]. NextID is safe
-// for concurrent use and does not allocate unless it fails.
+// for concurrent use. It allocates nothing to issue; callers that wait for
+// the next tick share one channel made per tick, and a failure allocates
+// its error.
 func (g *Generator) NextID() (ID, error) {
 	if id, ok := g.fast(); ok {
 		return id, nil
@@ -124,7 +130,7 @@ func (g *Generator) fast() (ID, bool) {
 		return 0, false
 	}
 	if ticks > g.latest.Load() {
-		g.observe(ticks)
+		g.observe(ticks) // raises latest; a step back is the slow path's
 	}
 	st := g.state.Load()
 	if !st.valid {
@@ -140,6 +146,9 @@ func (g *Generator) fast() (ID, bool) {
 // NextIDContext is NextID with a context: a wait also ends when ctx is
 // done, and then NextIDContext returns ctx.Err().
 func (g *Generator) NextIDContext(ctx context.Context) (ID, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var id [1]ID
 	_, err := g.fill(ctx, id[:])
 	return id[0], err
@@ -156,6 +165,9 @@ func (g *Generator) NextN(dst []ID) (int, error) {
 
 // NextNContext is NextN with a context, as NextIDContext is to NextID.
 func (g *Generator) NextNContext(ctx context.Context, dst []ID) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return g.fill(ctx, dst)
 }
 
@@ -228,7 +240,16 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 	if !ok {
 		return n, g.rangeError(r.time(), d)
 	}
-	behind := g.observe(ticks)
+	behind, latest := g.observe(ticks)
+	if behind {
+		// A caller descheduled between reading the clock and this check
+		// looks like a step back. Read again before believing it.
+		if !w.rechecked {
+			w.rechecked = true
+			return n, nil
+		}
+		g.noteStepBack(latest, ticks)
+	}
 	st := g.state.Load()
 	if !st.valid {
 		if st.closed {
@@ -262,7 +283,7 @@ func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r read
 	need, fail := g.plan(cs, ticks, d, t, b)
 	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
 	if err != nil {
-		fail.Clock = r.time()
+		err.Clock = r.time()
 		return err
 	}
 	if cs == exhausted {
@@ -274,22 +295,31 @@ func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r read
 // plan says how long to wait, by the generator's clock, before a claim that
 // failed with cs can succeed, and the error to return if waiting is not
 // allowed. d is the reading's offset from the epoch and t the tick the
-// claim tried.
-func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, b bounds) (time.Duration, *ClockError) {
-	tick := g.layout.Tick
+// claim tried. The error is a value, so a wait that succeeds allocates
+// nothing for it.
+func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, b bounds) (time.Duration, ClockError) {
 	switch cs {
 	case exhausted:
-		need := time.Duration(ticks+1)*tick - d
+		need := g.span(ticks+1) - d
 		if t > ticks {
-			return need, &ClockError{Err: ErrClockBehind, By: time.Duration(t)*tick - d}
+			return need, ClockError{Err: ErrClockBehind, By: g.span(t) - d}
 		}
-		return need, &ClockError{Err: ErrSequenceExhausted}
+		return need, ClockError{Err: ErrSequenceExhausted}
 	case belowFloor:
-		need := time.Duration(b.floor+1)*tick - d
-		return need, &ClockError{Err: ErrClockBehind, By: need}
+		need := g.span(b.floor+1) - d
+		return need, ClockError{Err: ErrClockBehind, By: need}
 	default: // aboveCeil, or no valid lease: wait for the lease to be renewed
-		return leasePoll(tick), &ClockError{Err: ErrLeaseLost}
+		return leasePoll(g.layout.Tick), ClockError{Err: ErrLeaseLost}
 	}
+}
+
+// span returns n ticks as a duration, saturating where a huge layout's
+// ticks overflow a time.Duration.
+func (g *Generator) span(n int64) time.Duration {
+	if n > math.MaxInt64/int64(g.layout.Tick) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * g.layout.Tick
 }
 
 // leasePoll is how often a call waiting for a lease looks again.
@@ -298,10 +328,11 @@ func leasePoll(tick time.Duration) time.Duration {
 }
 
 // rangeError explains a clock reading outside the layout's range; d is its
-// offset from the epoch.
+// offset from the epoch. The figures come from time.Time.Sub, which
+// saturates, so even a zero-time clock gets a sensible, positive By.
 func (g *Generator) rangeError(now time.Time, d time.Duration) error {
 	if d < 0 {
-		return &ClockError{Err: ErrClockBeforeEpoch, Clock: now, By: -d}
+		return &ClockError{Err: ErrClockBeforeEpoch, Clock: now, By: g.layout.Epoch.Sub(now)}
 	}
 	return &ClockError{Err: ErrTimeOverflow, Clock: now, By: now.Sub(g.layout.End())}
 }

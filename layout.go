@@ -91,26 +91,41 @@ var (
 	maxEpoch = time.Date(2262, time.January, 1, 0, 0, 0, 0, time.UTC)
 )
 
-// MaxMachine returns the largest machine ID l can hold, 2^MachineBits-1.
-func (l Layout) MaxMachine() int64 { return int64(1)<<l.MachineBits - 1 }
+// MaxMachine returns the largest machine ID l can hold, 2^MachineBits-1,
+// or -1 if MachineBits is outside 0..61.
+func (l Layout) MaxMachine() int64 { return maxOf(l.MachineBits, 61) }
 
-// MaxSequence returns the largest sequence l can hold, 2^SequenceBits-1.
-func (l Layout) MaxSequence() int64 { return int64(1)<<l.SequenceBits - 1 }
+// MaxSequence returns the largest sequence l can hold, 2^SequenceBits-1,
+// or -1 if SequenceBits is outside 0..62.
+func (l Layout) MaxSequence() int64 { return maxOf(l.SequenceBits, 62) }
 
-// MaxTicks returns the last tick a generator with l can issue: the smaller of
-// 2^TimeBits-1 and the last tick whose offset from Epoch fits in a
-// time.Duration (about 292 years).
-func (l Layout) MaxTicks() int64 {
-	m := int64(1)<<l.TimeBits - 1
-	if l.Tick > 0 {
-		m = min(m, (math.MaxInt64-1)/int64(l.Tick))
+func maxOf(bits, limit int) int64 {
+	if bits < 0 || bits > limit {
+		return -1
 	}
-	return m
+	return int64(1)<<bits - 1
 }
 
-// End returns the first instant past the range of l: Epoch + (MaxTicks+1)×Tick.
-// A clock at or after End makes the generator fail with [ErrTimeOverflow].
-func (l Layout) End() time.Time { return l.timeOf(l.MaxTicks() + 1) }
+// MaxTicks returns the last tick a generator with l can issue: the smaller of
+// 2^TimeBits-1 and the last tick whose offset from Epoch, (MaxTicks+1)×Tick
+// included, still fits in a time.Duration (about 292 years). It returns -1
+// for an invalid layout.
+func (l Layout) MaxTicks() int64 {
+	if l.Validate() != nil {
+		return -1
+	}
+	return min(int64(1)<<l.TimeBits-1, math.MaxInt64/int64(l.Tick)-1)
+}
+
+// End returns the first instant past the range of l: Epoch +
+// (MaxTicks+1)×Tick. A clock at or after End makes the generator fail with
+// [ErrTimeOverflow]. It returns the zero Time for an invalid layout.
+func (l Layout) End() time.Time {
+	if l.Validate() != nil {
+		return time.Time{}
+	}
+	return l.timeOf(l.MaxTicks() + 1)
+}
 
 // ticksAt converts an offset from the epoch, as returned by time.Time.Sub,
 // to ticks. ok is false if d is negative (before the epoch) or at or past
@@ -129,8 +144,8 @@ func reciprocal(t time.Duration) uint64 { return ^uint64(0) / uint64(t) }
 
 // divide returns x/t for x < 2^63 using recip = reciprocal(t): a multiply
 // in place of a 64-bit division, which costs several times more and sits
-// on the path of every ID. The estimate hi(x×recip) is at most one below
-// x/t (recip is within 1 of 2^64/t and x < 2^63), so one correction makes
+// on the path of every ID. recip is within 2 of 2^64/t, so for x < 2^63
+// the estimate hi(x×recip) is ⌊x/t⌋ or one less, and one correction makes
 // it exact.
 func divide(x, t, recip uint64) uint64 {
 	q, _ := bits.Mul64(x, recip)

@@ -79,7 +79,8 @@ func TestLayoutHugeSpanSaturates(t *testing.T) {
 	// limited to what fits in a Duration.
 	l := ringflake.Layout{TimeBits: 62, MachineBits: 0, SequenceBits: 1, Epoch: time.Unix(0, 0).UTC(), Tick: time.Hour}
 	require.NoError(t, l.Validate())
-	assert.Equal(t, int64(math.MaxInt64-1)/int64(time.Hour), l.MaxTicks())
+	assert.Equal(t, int64(math.MaxInt64)/int64(time.Hour)-1, l.MaxTicks(), "(MaxTicks+1)×Tick fits in a Duration")
+	assert.False(t, l.End().After(l.Epoch.Add(math.MaxInt64)), "End is within a Duration of the epoch")
 	p := l.Decompose(math.MaxInt64)
 	assert.Equal(t, int64(1<<62-1), p.Ticks)
 	assert.True(t, p.Time.After(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)), "saturated time %v is far in the future", p.Time)
@@ -99,4 +100,32 @@ func TestLayoutComposeEdges(t *testing.T) {
 		_, err := l.Compose(p)
 		assert.ErrorIsf(t, err, ringflake.ErrInvalidConfig, "Compose(%+v)", p)
 	}
+}
+
+func TestLayoutMethodsOnInvalidLayouts(t *testing.T) {
+	t.Parallel()
+	for _, l := range []ringflake.Layout{{}, {TimeBits: -1, MachineBits: -5, SequenceBits: 99}, {TimeBits: 70, MachineBits: 70, SequenceBits: -70, Tick: -1}} {
+		assert.NotPanics(t, func() {
+			assert.Equal(t, int64(-1), l.MaxTicks())
+			assert.True(t, l.End().IsZero())
+			_ = l.MaxMachine()
+			_ = l.MaxSequence()
+			_ = l.Decompose(12345)
+			_, err := l.Compose(ringflake.Parts{})
+			assert.ErrorIs(t, err, ringflake.ErrInvalidConfig)
+		}, "layout %+v", l)
+	}
+	assert.Equal(t, int64(-1), ringflake.Layout{MachineBits: -1}.MaxMachine())
+	assert.Equal(t, int64(-1), ringflake.Layout{SequenceBits: 63}.MaxSequence())
+}
+
+func TestZeroTimeClockReportsAPositiveGap(t *testing.T) {
+	t.Parallel()
+	g, err := ringflake.New(ringflake.WithClock(func() time.Time { return time.Time{} }))
+	require.NoError(t, err)
+	_, err = g.NextID()
+	var ce *ringflake.ClockError
+	require.ErrorAs(t, err, &ce)
+	assert.ErrorIs(t, err, ringflake.ErrClockBeforeEpoch)
+	assert.Positive(t, ce.By, "how far before the epoch, saturated rather than wrapped")
 }

@@ -41,10 +41,14 @@ func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
 // racing with this one) changed the state; re-reading the state keeps a
 // closed generator closed.
 func (g *Generator) setLease(l machineid.Lease) {
+	inRange := l.ID >= 0 && l.ID <= g.layout.MaxMachine()
 	next := &machineState{
 		machine: l.ID,
-		valid:   l.Valid && l.ID >= 0 && l.ID <= g.layout.MaxMachine(),
+		valid:   l.Valid && inRange,
 		b:       bounds{floor: -1, ceil: g.maxTicks},
+	}
+	if !inRange {
+		next.machine = -1 // never issued with; MachineID reports it as none
 	}
 	if !l.After.IsZero() {
 		next.b.floor = g.tickAt(l.After)

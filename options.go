@@ -103,9 +103,14 @@ func WithRingSize(n int) Option {
 	return optionFunc(func(c *config) { c.ringSize = n })
 }
 
-// WithMaxWait bounds how long one NextID call may wait, in real elapsed
-// time, for the next tick, for a clock that is behind, or for a lease. Zero
-// means never wait: fail at once. The default is [DefaultMaxWait].
+// WithMaxWait bounds how long one NextID or NextN call may wait, in real
+// elapsed time, for the next tick, for a clock that is behind, or for a
+// lease; a call may overrun it by the runtime timers' lateness (a
+// millisecond or two). A call never sleeps past it knowingly: if the clock
+// says the wait will be longer, it fails at once. Zero means never wait:
+// fail at once. NextN's whole batch shares one MaxWait, so a batch larger
+// than about (MaxWait/Tick)×2^SequenceBits cannot succeed. The default is
+// [DefaultMaxWait].
 func WithMaxWait(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.maxWait = d })
 }

@@ -48,6 +48,7 @@ type counters struct {
 	waits       atomic.Uint64
 	waitNanos   atomic.Int64
 	errs        [errKinds]atomic.Uint64
+	issued      atomic.Uint64 // the largest Issued reported so far, so snapshots never go down
 }
 
 const (
@@ -62,7 +63,9 @@ const (
 
 // Stats returns a snapshot of the generator's counters. Counters are read
 // one by one while callers keep issuing, so a snapshot taken under load may
-// be off by the IDs issued while it was taken. Stats is safe for concurrent
+// be off by about one tick's IDs; Issued never goes down from one snapshot
+// to the next. Issued counts sequences claimed, including the few a call
+// drops when a leased machine ID changes under it. Stats is safe for concurrent
 // use; it reads every ring slot, so it costs about a microsecond per
 // thousand slots.
 func (g *Generator) Stats() Stats {
@@ -71,7 +74,7 @@ func (g *Generator) Stats() Stats {
 	}
 	c := &g.stats
 	s := Stats{
-		Issued:          g.ring.issued(),
+		Issued:          c.monotonic(g.ring.issued()),
 		StepBacks:       c.stepBacks.Load(),
 		LargestStepBack: time.Duration(c.largestBack.Load()) * g.layout.Tick,
 		SpareIssued:     c.spare.Load(),
@@ -87,23 +90,36 @@ func (g *Generator) Stats() Stats {
 	return s
 }
 
-// observe tracks the latest tick the clock has shown and reports whether
-// ticks is a step back from it (by more than one tick, so the skew between
-// concurrent readers at a tick boundary does not count). The latest tick is
-// raised by CAS, about once per tick; reading it is the only cost on the
-// path that issues.
-func (g *Generator) observe(ticks int64) (behind bool) {
+// monotonic returns the larger of n and every count reported before. The
+// ring's count is read slot by slot while slots are reused, so on its own it
+// can dip by a tick's worth; a counter that goes down looks like a restart
+// to a monitoring system.
+func (c *counters) monotonic(n uint64) uint64 {
 	for {
-		latest := g.latest.Load()
+		old := c.issued.Load()
+		if n <= old {
+			return old
+		}
+		if c.issued.CompareAndSwap(old, n) {
+			return n
+		}
+	}
+}
+
+// observe tracks the latest tick the clock has shown and reports whether
+// ticks is behind it by more than one tick, so the skew between concurrent
+// readers at a tick boundary does not count, and the latest tick. The
+// latest tick is raised by CAS, about once per tick; reading it is the only
+// cost on the path that issues. Counting the step back is the caller's, once
+// it has confirmed it with a second reading.
+func (g *Generator) observe(ticks int64) (behind bool, latest int64) {
+	for {
+		latest = g.latest.Load()
 		if ticks <= latest {
-			if ticks >= latest-1 {
-				return false
-			}
-			g.noteStepBack(latest, ticks)
-			return true
+			return ticks < latest-1, latest
 		}
 		if g.latest.CompareAndSwap(latest, ticks) {
-			return false
+			return false, ticks
 		}
 	}
 }

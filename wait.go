@@ -10,7 +10,8 @@ import (
 // monotonic clock so that neither an injected clock nor a wall-clock step can
 // stretch it.
 type waiter struct {
-	start time.Time // set at the first sleep; zero if the call never slept
+	start     time.Time // set at the first sleep; zero if the call never slept
+	rechecked bool      // a step back was seen once and the clock read again
 }
 
 // elapsed returns how long the call has waited so far.
@@ -21,21 +22,23 @@ func (w *waiter) elapsed() time.Duration {
 	return time.Since(w.start)
 }
 
-// budget returns how much of MaxWait is left, or fail with Waited filled in
-// if need does not fit in it. With partial, a need larger than what is left
-// is cut down instead, for conditions that may clear before the clock says so
-// (a lease renewal).
-func (w *waiter) budget(g *Generator, need time.Duration, fail *ClockError, partial bool) (time.Duration, error) {
+// budget returns how long to sleep for need, or the failure fail with
+// Waited filled in if need does not fit in what is left of MaxWait. With
+// partial, a need larger than what is left is cut down instead, for
+// conditions that may clear before the clock says so (a lease renewal). A
+// need that is not positive can only come from a layout whose ticks
+// overflow a Duration; it fails rather than spin.
+func (w *waiter) budget(g *Generator, need time.Duration, fail ClockError, partial bool) (time.Duration, *ClockError) {
 	elapsed := w.elapsed()
 	left := g.maxWait - elapsed
-	if need > left && (!partial || left <= 0) {
+	if left <= 0 || need <= 0 || need > left && !partial {
 		fail.Waited = elapsed
-		return 0, fail
+		return 0, &fail
 	}
 	if w.start.IsZero() {
 		w.start = time.Now()
 	}
-	return max(min(need, left), 0), nil
+	return min(need, left), nil
 }
 
 // tickWait lets every caller that waits for the same tick share one sleeper.
@@ -70,7 +73,7 @@ func (tw *tickWait) wait(ctx context.Context, tick int64, d time.Duration, deadl
 	tw.done, tw.tick, tw.wakeAt = ch, tick, time.Now().Add(d)
 	tw.mu.Unlock()
 
-	err := sleep(ctx, d)
+	err := leaderSleep(ctx, d)
 
 	tw.mu.Lock()
 	close(ch)
@@ -80,7 +83,7 @@ func (tw *tickWait) wait(ctx context.Context, tick int64, d time.Duration, deadl
 }
 
 func waitChan(ctx context.Context, ch <-chan struct{}) error {
-	if ctx == nil || ctx.Done() == nil {
+	if ctx.Done() == nil {
 		<-ch
 		return nil
 	}
@@ -92,27 +95,35 @@ func waitChan(ctx context.Context, ch <-chan struct{}) error {
 	}
 }
 
-// preciseUpTo is the longest sleep taken with the precise sleeper. The Go
-// runtime's timers wake about 1 ms late when the process is otherwise idle,
-// which would skip whole 1 ms ticks at saturation.
+// preciseUpTo is the longest sleep a tickWait leader takes with the
+// precise sleeper. The Go runtime's timers wake about 1 ms late when the
+// process is otherwise idle, which would skip whole 1 ms ticks at
+// saturation.
 const preciseUpTo = 2 * time.Millisecond
 
-// sleep pauses for d, or until ctx is done. Short sleeps use the precise
-// sleeper (cancellation is then noticed when it returns, within 2 ms); a
-// context that can never be done takes the allocation-free paths.
+// leaderSleep is the tickWait leader's sleep: precise for short waits (a
+// context's end is then noticed when it returns, within 2 ms), the
+// runtime's timers otherwise. Only one caller at a time sleeps this way, so
+// it holds at most one thread in nanosleep(2).
+func leaderSleep(ctx context.Context, d time.Duration) error {
+	if d > preciseUpTo {
+		return sleep(ctx, d)
+	}
+	preciseSleep(d)
+	return ctx.Err()
+}
+
+// sleep pauses for d on the runtime's timers, or until ctx is done. These
+// park the goroutine without holding a thread, so any number of callers can
+// wait at once; they may wake about a millisecond late, which MaxWait's
+// documentation allows for. A context that can never be done takes the
+// allocation-free path.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	if d <= preciseUpTo || ctx == nil || ctx.Done() == nil {
-		if d <= preciseUpTo {
-			preciseSleep(d)
-		} else {
-			time.Sleep(d)
-		}
-		if ctx != nil {
-			return ctx.Err()
-		}
+	if ctx.Done() == nil {
+		time.Sleep(d)
 		return nil
 	}
 	t := time.NewTimer(d)
