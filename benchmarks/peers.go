@@ -146,7 +146,7 @@ func newGodruoyi() (*peer, error) {
 		// A sequence of MaxSequence makes the caller wait for the next
 		// millisecond, so 0..MaxSequence-1 are issued.
 		perTick: int(godruoyi.MaxSequence),
-		note:    "lock-free: a CAS on the time and another on the sequence; spins for the next millisecond",
+		note:    "lock-free: one CAS on the time and another on the sequence, not atomic together, so duplicates are possible; spins for the next millisecond",
 		next: func() (int64, bool) {
 			id, err := godruoyi.NextID()
 			return int64(id), err == nil
