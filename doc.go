@@ -93,9 +93,13 @@
 // than MaxWait in total, measured with the monotonic clock, so neither an
 // injected frozen clock nor a wall-clock step can stretch it. With
 // MaxWait 0 they never wait. Callers waiting for the same tick share one
-// sleeper: on Linux it sleeps in nanosleep(2), which wakes within about
-// 0.1 ms, where the runtime's timers can wake a millisecond late and skip a
-// whole tick; the rest block on a channel it closes.
+// sleeper: on Linux it sleeps in nanosleep(2) until just before the tick
+// (the runtime's timers can wake a millisecond late and skip a whole tick),
+// and at the tick it claims IDs for every caller that waited, before
+// callers arriving fresh can use the tick up; the others block on a channel
+// and take their share. So under demand above the layout's ceiling callers
+// are served roughly in turn, and a healthy clock does not starve anyone
+// into ErrSequenceExhausted.
 // [Generator.NextIDContext] and [Generator.NextNContext] also return when
 // their context is done (noticed within 2 ms). [New] blocks only with
 // [WithMachineIDService], for at most the acquire timeout

@@ -255,11 +255,13 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 		if st.closed {
 			return n, ErrClosed
 		}
-		return n, g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st.b)
+		_, err := g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st.b, nil)
+		return n, err
 	}
 	t, seq, got, cs := g.ring.claim(ticks, uint64(len(dst)-n), st.b)
 	if cs != claimed {
-		return n, g.pause(ctx, w, cs, r, ticks, d, t, st.b)
+		added, err := g.pause(ctx, w, cs, r, ticks, d, t, st.b, dst[n:])
+		return n + added, err
 	}
 	// A lease change between the load and the CAS may have made st.machine
 	// someone else's; the claimed sequences are then dropped, which costs
@@ -278,18 +280,20 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 }
 
 // pause waits for a failed claim's condition to clear, within the call's
-// MaxWait, or returns the error that explains why it cannot.
-func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, b bounds) error {
+// MaxWait, or returns the error that explains why it cannot. A wait for the
+// next tick may come back with IDs already claimed for the caller in dst;
+// pause returns how many.
+func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, b bounds, dst []ID) (int, error) {
 	need, fail := g.plan(cs, ticks, d, t, b)
 	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
 	if err != nil {
 		err.Clock = r.time()
-		return err
+		return 0, err
 	}
 	if cs == exhausted {
-		return g.ticks.wait(ctx, ticks+1, sleepFor, w.start.Add(g.maxWait))
+		return g.ticks.wait(ctx, g, ticks+1, sleepFor, w.start.Add(g.maxWait), dst)
 	}
-	return sleep(ctx, sleepFor)
+	return 0, sleep(ctx, sleepFor)
 }
 
 // plan says how long to wait, by the generator's clock, before a claim that

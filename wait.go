@@ -2,6 +2,7 @@ package ringflake
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -41,45 +42,160 @@ func (w *waiter) budget(g *Generator, need time.Duration, fail ClockError, parti
 	return min(need, left), nil
 }
 
-// tickWait lets every caller that waits for the same tick share one sleeper.
-// The first caller (the leader) sleeps precisely until the tick; the others
-// (followers) block on a channel the leader closes when it wakes. At
-// saturation this wakes a crowd on time while only one thread sleeps,
-// instead of every caller spinning on the clock or oversleeping on a coarse
-// timer.
+// tickWait lets every caller that waits for the same tick share one
+// sleeper, and serves them before anyone else when the tick comes. The
+// first caller (the leader) sleeps precisely until just before the tick,
+// yields until the clock shows it, and then claims, with as few CASes as
+// the tick allows, the IDs that it and every follower asked for; the
+// followers block on a channel the leader closes once the claim is done,
+// and each takes its own share. Without this, callers arriving fresh at
+// the tick would use it up before the sleepers woke, and an unlucky caller
+// could lose tick after tick until MaxWait ran out under a healthy clock.
 //
 // The mutex is on the waiting path only, never on the path that issues.
 type tickWait struct {
-	mu     sync.Mutex    // protects the fields below
-	tick   int64         // the tick the leader waits for
-	wakeAt time.Time     // when the leader will wake, by the monotonic clock
-	done   chan struct{} // closed when the leader wakes; nil while nobody sleeps
+	mu  sync.Mutex // protects cur and the want field of the round it points to
+	cur *round     // the round callers may join; nil while nobody sleeps
 }
 
-// wait sleeps until tick (d from now by the caller's reading), or until
-// ctx is done. A follower joins the leader only if the leader wakes before
-// the follower's own deadline, so MaxWait still bounds every caller.
-func (tw *tickWait) wait(ctx context.Context, tick int64, d time.Duration, deadline time.Time) error {
+// A round is one tick's wait: its leader and followers, and what the
+// leader claimed for them. Shares are handed out by position: a caller's
+// share is IDs [offset, offset+k) of the claimed ranges, in order, so no
+// ID goes to two callers.
+type round struct {
+	tick   int64         // the tick waited for; written once by the leader
+	wakeAt time.Time     // when the leader wakes; written once by the leader
+	done   chan struct{} // closed by the leader after writing ranges
+	want   int           // IDs asked for so far; under tickWait.mu until the leader detaches the round
+
+	ranges [4]claimRange // written by the leader before done is closed; read after
+	n      int
+}
+
+// claimRange is one successful claim: count sequences from seq, in tick,
+// with machine.
+type claimRange struct {
+	tick, machine int64
+	seq, count    uint64
+}
+
+// take copies up to len(dst) IDs of r's claims, starting at offset, into
+// dst and returns how many. Call it only after r.done is closed.
+func (r *round) take(l Layout, offset int, dst []ID) int {
+	got := 0
+	skip := uint64(offset)
+	for _, c := range r.ranges[:r.n] {
+		if skip >= c.count {
+			skip -= c.count
+			continue
+		}
+		for s := c.seq + skip; s < c.seq+c.count && got < len(dst); s++ {
+			dst[got] = l.compose(c.tick, c.machine, int64(s))
+			got++
+		}
+		skip = 0
+	}
+	return got
+}
+
+// wait waits for tick, d from now by the caller's reading, and returns how
+// many IDs it put in dst (at most len(dst)), or ctx's error. A follower
+// joins the round only if the leader wakes before the follower's own
+// deadline, so MaxWait still bounds every caller; otherwise it sleeps on
+// its own and takes nothing.
+func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.Duration, deadline time.Time, dst []ID) (int, error) {
 	tw.mu.Lock()
-	if tw.done != nil {
-		ch, join := tw.done, tw.tick == tick && !tw.wakeAt.After(deadline)
+	if r := tw.cur; r != nil {
+		join := r.tick == tick && !r.wakeAt.After(deadline)
+		offset := r.want
+		if join {
+			r.want += len(dst)
+		}
 		tw.mu.Unlock()
 		if !join {
-			return sleep(ctx, d)
+			return 0, sleep(ctx, d)
 		}
-		return waitChan(ctx, ch)
+		if err := waitChan(ctx, r.done); err != nil {
+			return 0, err // the share reserved for this caller is dropped: space, not uniqueness
+		}
+		return r.take(g.layout, offset, dst), nil
 	}
-	ch := make(chan struct{})
-	tw.done, tw.tick, tw.wakeAt = ch, tick, time.Now().Add(d)
+	r := &round{tick: tick, wakeAt: time.Now().Add(d), done: make(chan struct{}), want: len(dst)}
+	tw.cur = r
 	tw.mu.Unlock()
 
-	err := leaderSleep(ctx, d)
+	err := g.sleepUntil(ctx, tick, d)
 
 	tw.mu.Lock()
-	close(ch)
-	tw.done = nil
+	tw.cur = nil // no one joins from here on, so want is final
+	want := r.want
 	tw.mu.Unlock()
-	return err
+	if err == nil {
+		g.claimRound(r, want)
+	}
+	close(r.done)
+	if err != nil {
+		return 0, err
+	}
+	return r.take(g.layout, 0, dst), nil
+}
+
+// early is how long before the tick the leader's sleep ends; nanosleep(2)
+// wakes 60-80 µs late, and the leader yields through what is left.
+const early = 100 * time.Microsecond
+
+// sleepUntil is the leader's wait for tick, d away by the clock: a
+// precise sleep to just before it, then yielding the processor until the
+// clock shows the tick, for at most 2×early past d in real time, in case
+// an injected clock does not move.
+func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration) error {
+	if d > preciseUpTo {
+		return sleep(ctx, d)
+	}
+	start := time.Now()
+	if d > early {
+		preciseSleep(d - early)
+	}
+	for time.Since(start) < d+2*early {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, off := g.read()
+		if t, ok := g.layout.ticksAt(off, g.maxTicks, g.recip); !ok || t >= tick {
+			return nil
+		}
+		runtime.Gosched()
+	}
+	return ctx.Err()
+}
+
+// claimRound claims up to want IDs for a round, with one CAS per tick the
+// claim spans, stopping at the first claim that cannot be made at once;
+// whoever gets no share then tries again on their own.
+func (g *Generator) claimRound(r *round, want int) {
+	have := uint64(0)
+	for have < uint64(want) && r.n < len(r.ranges) {
+		_, d := g.read()
+		ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
+		if !ok {
+			return
+		}
+		behind, _ := g.observe(ticks)
+		st := g.state.Load()
+		if !st.valid {
+			return
+		}
+		t, seq, got, cs := g.ring.claim(ticks, uint64(want)-have, st.b)
+		if cs != claimed || g.state.Load() != st {
+			return
+		}
+		if behind {
+			g.stats.spare.Add(got)
+		}
+		r.ranges[r.n] = claimRange{tick: t, machine: st.machine, seq: seq, count: got}
+		r.n++
+		have += got
+	}
 }
 
 func waitChan(ctx context.Context, ch <-chan struct{}) error {
@@ -95,23 +211,11 @@ func waitChan(ctx context.Context, ch <-chan struct{}) error {
 	}
 }
 
-// preciseUpTo is the longest sleep a tickWait leader takes with the
+// preciseUpTo is the longest wait a tickWait leader makes with the
 // precise sleeper. The Go runtime's timers wake about 1 ms late when the
 // process is otherwise idle, which would skip whole 1 ms ticks at
 // saturation.
 const preciseUpTo = 2 * time.Millisecond
-
-// leaderSleep is the tickWait leader's sleep: precise for short waits (a
-// context's end is then noticed when it returns, within 2 ms), the
-// runtime's timers otherwise. Only one caller at a time sleeps this way, so
-// it holds at most one thread in nanosleep(2).
-func leaderSleep(ctx context.Context, d time.Duration) error {
-	if d > preciseUpTo {
-		return sleep(ctx, d)
-	}
-	preciseSleep(d)
-	return ctx.Err()
-}
 
 // sleep pauses for d on the runtime's timers, or until ctx is done. These
 // park the goroutine without holding a thread, so any number of callers can

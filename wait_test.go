@@ -1,0 +1,79 @@
+package ringflake
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRoundTakeHandsOutDisjointShares(t *testing.T) {
+	t.Parallel()
+	l := Layout{TimeBits: 50, MachineBits: 3, SequenceBits: 10, Epoch: time.Unix(0, 0), Tick: time.Millisecond}
+	r := &round{}
+	r.ranges[0] = claimRange{tick: 7, machine: 2, seq: 1020, count: 4}
+	r.ranges[1] = claimRange{tick: 8, machine: 2, seq: 0, count: 3}
+	r.n = 2
+	var all []ID
+	for _, share := range []struct{ offset, k, want int }{{0, 2, 2}, {2, 3, 3}, {5, 1, 1}, {6, 4, 1}, {7, 5, 0}} {
+		dst := make([]ID, share.k)
+		got := r.take(l, share.offset, dst)
+		require.Equalf(t, share.want, got, "take(offset %d, %d)", share.offset, share.k)
+		all = append(all, dst[:got]...)
+	}
+	want := []ID{
+		l.compose(7, 2, 1020), l.compose(7, 2, 1021), l.compose(7, 2, 1022), l.compose(7, 2, 1023),
+		l.compose(8, 2, 0), l.compose(8, 2, 1), l.compose(8, 2, 2),
+	}
+	assert.Equal(t, want, all, "shares cover the claims once, in order")
+}
+
+// Far more closed-loop callers than a tick has IDs, on the real clock:
+// callers who waited for a tick are served first when it comes, so none
+// runs out of MaxWait while the clock is healthy, and nothing repeats.
+func TestWaitersAreServedFirst(t *testing.T) {
+	t.Parallel()
+	g, err := New(WithMaxWait(500 * time.Millisecond))
+	require.NoError(t, err)
+	const goroutines = 256
+	var (
+		stop   atomic.Bool
+		wg     sync.WaitGroup
+		failed atomic.Int64
+		ids    = make([][]ID, goroutines)
+	)
+	for i := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				id, err := g.NextID()
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				ids[i] = append(ids[i], id)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	assert.Zero(t, failed.Load(), "calls that ran out of MaxWait under a healthy clock")
+	all := slices.Concat(ids...)
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		require.NotEqual(t, all[i-1], all[i], "ID issued twice")
+	}
+	served := 0
+	for _, list := range ids {
+		if len(list) > 0 {
+			served++
+		}
+	}
+	assert.Equal(t, goroutines, served, "every caller got IDs")
+}
