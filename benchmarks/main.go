@@ -8,6 +8,7 @@
 //	go run ./benchmarks            # about a minute on 2 cores
 //	go run ./benchmarks -quick     # a few seconds, for CI
 //	go run ./benchmarks -run sat,paced -rounds 5
+//	go run ./benchmarks -run paced,busy   # also paced on a busy machine
 //
 // Generators take turns: each round runs every generator once per
 // configuration, in an order rotated from round to round, so that noise
@@ -43,7 +44,7 @@ type options struct {
 func parseFlags() (options, error) {
 	var o options
 	quick := flag.Bool("quick", false, "a run of a few seconds: 1 round, short windows (for CI)")
-	run := flag.String("run", "sat,paced,single,allocs", "scenarios to run, comma-separated: sat, paced, single, allocs (the duplicate check covers sat and paced)")
+	run := flag.String("run", "sat,paced,single,allocs", "scenarios to run, comma-separated: sat, paced, single, allocs, and busy (paced with another process spinning on every core; not run by default)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the saturation, paced and single-call scenarios")
 	flag.DurationVar(&o.window, "window", 300*time.Millisecond, "saturation window per generator and G")
 	gs := flag.String("g", "1,2,16,256", "goroutine counts for saturation")
@@ -61,7 +62,7 @@ func parseFlags() (options, error) {
 	o.run = map[string]bool{}
 	for _, s := range strings.Split(*run, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "single", "allocs", "sat", "paced":
+		case "single", "allocs", "sat", "paced", "busy":
 			o.run[s] = true
 		case "":
 		default:
@@ -85,6 +86,7 @@ func parseFlags() (options, error) {
 }
 
 func main() {
+	runHogIfChild()
 	o, err := parseFlags()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchmarks:", err)
@@ -123,7 +125,10 @@ func run(o options) bool {
 		saturation(o, peers, dups, &sum)
 	}
 	if o.run["paced"] {
-		paced(o, peers, dups, &sum)
+		paced(o, peers, dups, &sum, false)
+	}
+	if o.run["busy"] {
+		paced(o, peers, dups, &sum, true)
 	}
 	if o.run["single"] {
 		single(o, peers, &sum)
@@ -131,7 +136,7 @@ func run(o options) bool {
 	if o.run["allocs"] {
 		allocs(peers, &sum)
 	}
-	if o.run["sat"] || o.run["paced"] {
+	if o.run["sat"] || o.run["paced"] || o.run["busy"] {
 		duplicates(peers, dups)
 	}
 	printNotes(peers)

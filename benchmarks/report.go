@@ -113,13 +113,26 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summar
 	w.Flush()
 }
 
-func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
+func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary, busy bool) {
+	name, title := "paced load", fmt.Sprintf("(2) Paced load: %s IDs/s over %d goroutines for %v, latency of each call (median of %d rounds)",
+		si(o.rate), o.pacedG, o.pacedDur, o.rounds)
+	if busy {
+		n := runtime.NumCPU()
+		h, err := startHogs(n)
+		if err != nil {
+			fmt.Printf("\n(2b) skipped: %v\n", err)
+			return
+		}
+		defer h.stop()
+		name = "paced load, busy machine"
+		title = fmt.Sprintf("(2b) The same paced load on a busy machine: %d other processes spin, one per core, so the kernel preempts threads anywhere, lock holders included (median of %d rounds)", n, o.rounds)
+	}
 	interval := time.Duration(float64(o.pacedG) * float64(time.Second) / o.rate)
 	bufs := newPacedBufs(o.pacedG, int(o.pacedDur/interval)+1)
 	res := map[*peer][]pacedResult{}
 	var scratch []int64
 	for round := range o.rounds {
-		progress("paced load: round %d/%d ...", round+1, o.rounds)
+		progress("%s: round %d/%d ...", name, round+1, o.rounds)
 		for _, p := range rotated(peers, round) {
 			r, ids := pace(p, o.rate, o.pacedG, o.pacedDur, bufs)
 			dups[p].check(ids, 0, p, time.Now(), &scratch)
@@ -130,8 +143,6 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
 	q := func(x float64) func(pacedResult) float64 {
 		return func(r pacedResult) float64 { return float64(r.quantile(x)) }
 	}
-	title := fmt.Sprintf("(2) Paced load: %s IDs/s over %d goroutines for %v, latency of each call (median of %d rounds)",
-		si(o.rate), o.pacedG, o.pacedDur, o.rounds)
 	w := table(title)
 	fmt.Fprintln(w, "generator\tIDs/s got\tp50\tp99\tp99.9\tmax\tp99.9 vs best mutex peer\tpacer behind, max\terrors\t")
 	bestMutex := 0.0
@@ -148,7 +159,11 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
 		}
 		p999 := medianOf(rs, q(0.999))
 		if p.name == "ringflake" {
-			sum.p999, sum.p999Mutex, sum.pacedSet = p999, bestMutex, true
+			ps := &sum.paced
+			if busy {
+				ps = &sum.busy
+			}
+			*ps = pacedSummary{p999: p999, mutex: bestMutex, set: true}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%s\t%d\t\n", p.name, si(medianOf(rs, pacedResult.rate)),
 			dur(medianOf(rs, q(0.5))), dur(medianOf(rs, q(0.99))), dur(p999),
@@ -206,7 +221,7 @@ func printMachine(out io.Writer, o options) {
 	fmt.Fprintf(out, "machine: %s, %d cores, GOMAXPROCS=%d, %s %s/%s, kernel %s; %s; %s\n", cpu, runtime.NumCPU(),
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernel, rev, time.Now().UTC().Format(time.RFC3339))
 	scen := []string{}
-	for _, s := range []string{"sat", "paced", "single", "allocs"} {
+	for _, s := range []string{"sat", "paced", "busy", "single", "allocs"} {
 		if o.run[s] {
 			scen = append(scen, s)
 		}
