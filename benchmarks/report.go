@@ -39,26 +39,26 @@ func single(o options, peers []*peer, sum *summary) {
 		}
 	}
 	w := table("(3) Uncontended single-call cost: one goroutine, a quarter of a tick's IDs back to back from the start of a fresh tick (median of per-batch ns/op)")
-	fmt.Fprintln(w, "generator\tns/op\tvs bwmarrin\tbatches\t")
+	fmt.Fprintln(w, "generator\tns/op\tvs bwmarrin\tbatches")
 	for _, p := range peers {
 		m := median(costs[p])
-		fmt.Fprintf(w, "%s\t%.1f\t%s\t%d\t\n", p.name, m, ratio(m, ref), len(costs[p]))
+		fmt.Fprintf(w, "%s\t%.1f\t%s\t%d\n", p.name, m, ratio(m, ref), len(costs[p]))
 		if p.name == "ringflake" {
 			sum.single, sum.singleRef = m, ref
 		}
 	}
-	fmt.Fprintf(w, "(time.Now)\t%.1f\t\t%d\t\n", median(wall), len(wall))
-	fmt.Fprintf(w, "(monotonic read, time.Since)\t%.1f\t\t%d\t\n", median(mon), len(mon))
+	fmt.Fprintf(w, "(time.Now)\t%.1f\t\t%d\n", median(wall), len(wall))
+	fmt.Fprintf(w, "(monotonic read, time.Since)\t%.1f\t\t%d\n", median(mon), len(mon))
 	w.Flush()
 }
 
 func allocs(peers []*peer, sum *summary) {
 	progress("allocations ...")
 	w := table("(4) Allocations per ID: one goroutine, 2.5 ticks' worth of IDs, waits included (runtime.MemStats.Mallocs; saturation table has it under contention)")
-	fmt.Fprintln(w, "generator\tallocs/ID\t")
+	fmt.Fprintln(w, "generator\tallocs/ID")
 	for _, p := range peers {
 		a := allocsPerID(p)
-		fmt.Fprintf(w, "%s\t%.2g\t\n", p.name, a)
+		fmt.Fprintf(w, "%s\t%.2g\n", p.name, a)
 		if p.name == "ringflake" {
 			sum.allocs, sum.allocsSet = max(sum.allocs, a), true
 		}
@@ -85,7 +85,7 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summar
 		}
 	}
 	w := table(fmt.Sprintf("(1) Saturation: G goroutines issuing flat out for %v windows on tick boundaries (median of %d rounds)", o.window, o.rounds))
-	fmt.Fprintln(w, "generator\tG\tIDs/s\tceiling/s\tof ceiling\tCPU s per M IDs\tCPU vs bwmarrin\tcores busy\tallocs/ID\terrors\t")
+	fmt.Fprintln(w, "generator\tG\tIDs/s\tceiling/s\tof ceiling\tCPU s per M IDs\tCPU vs bwmarrin\tcores busy\tallocs/ID\terrors")
 	for _, g := range o.gs {
 		var ref float64
 		for _, p := range peers {
@@ -102,7 +102,7 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summar
 				fails += r.fails
 			}
 			allocs := medianOf(rs, satResult.allocsPerID)
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%s\t%.2f\t%.2g\t%d\t\n", p.name, g, si(rate), si(p.ceiling()),
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%s\t%.2f\t%.2g\t%d\n", p.name, g, si(rate), si(p.ceiling()),
 				rate/p.ceiling(), cpu, ratio(cpu, ref), medianOf(rs, satResult.cores), allocs, fails)
 			if p.name == "ringflake" {
 				sum.sat = append(sum.sat, satSummary{g: g, ofCeiling: rate / p.ceiling(), cpu: cpu, cpuRef: ref, errors: fails})
@@ -144,7 +144,7 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary, bu
 		return func(r pacedResult) float64 { return float64(r.quantile(x)) }
 	}
 	w := table(title)
-	fmt.Fprintln(w, "generator\tIDs/s got\tp50\tp99\tp99.9\tmax\tp99.9 vs best mutex peer\tpacer behind, max\terrors\t")
+	fmt.Fprintln(w, "generator\tIDs/s got\tp50\tp99\tp99.9\tmax\tp99.9 vs best mutex peer\tpacer behind, max\terrors")
 	bestMutex := 0.0
 	for _, p := range peers {
 		if v := medianOf(res[p], q(0.999)); p.mutex && (bestMutex == 0 || v < bestMutex) {
@@ -165,7 +165,7 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary, bu
 			}
 			*ps = pacedSummary{p999: p999, mutex: bestMutex, set: true}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%s\t%d\t\n", p.name, si(medianOf(rs, pacedResult.rate)),
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%s\t%d\n", p.name, si(medianOf(rs, pacedResult.rate)),
 			dur(medianOf(rs, q(0.5))), dur(medianOf(rs, q(0.99))), dur(p999),
 			dur(medianOf(rs, q(1))), ratio(p999, bestMutex), dur(medianOf(rs, pacedResult.maxLag)), fails)
 	}
@@ -176,14 +176,14 @@ func paced(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary, bu
 
 func duplicates(peers []*peer, dups map[*peer]*dupResult) {
 	w := table("(5) Duplicate check: every ID of every saturation and paced run, sorted per run; runs' ID ranges compared across runs")
-	fmt.Fprintln(w, "generator\truns\tIDs checked\tnot kept\tduplicates\toverlapping runs\tlatest ID vs clock\t")
+	fmt.Fprintln(w, "generator\truns\tIDs checked\tnot kept\tduplicates\toverlapping runs\tlatest ID vs clock")
 	for _, p := range peers {
 		d := dups[p]
 		lead := "-"
 		if d.leadSet {
 			lead = fmt.Sprintf("%+.1f ms", d.lead.Seconds()*1e3)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", p.name, d.runs, d.checked, d.unrecorded, d.dups, d.overlaps, lead)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.name, d.runs, d.checked, d.unrecorded, d.dups, d.overlaps, lead)
 	}
 	w.Flush()
 	fmt.Println("\"latest ID vs clock\": the time in the newest ID of a run minus the clock when the run ended, largest over runs; above zero means IDs ran ahead of the clock")

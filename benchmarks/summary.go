@@ -32,21 +32,21 @@ type satSummary struct {
 func (s *summary) print() {
 	fmt.Println("\ntargets (issue 5), ringflake in this run:")
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "target\tmeasured\tstatus\t")
+	fmt.Fprintln(w, "target\tmeasured\tstatus")
 	if s.singleRef > 0 {
-		fmt.Fprintf(w, "single call <= bwmarrin's\t%.1f vs %.1f ns (%.2fx)\t%s\t\n", s.single, s.singleRef, s.single/s.singleRef, met(s.single <= s.singleRef))
+		fmt.Fprintf(w, "single call <= bwmarrin's\t%.1f vs %.1f ns (%.2fx)\t%s\n", s.single, s.singleRef, s.single/s.singleRef, met(s.single <= s.singleRef))
 	}
 	var failed int64
 	for _, r := range s.sat {
-		fmt.Fprintf(w, "saturation >= 0.995 of ceiling, G=%d\t%.4f\t%s\t\n", r.g, r.ofCeiling, met(r.ofCeiling >= 0.995))
+		fmt.Fprintf(w, "saturation >= 0.995 of ceiling, G=%d\t%.4f\t%s\n", r.g, r.ofCeiling, met(r.ofCeiling >= 0.995))
 		failed += r.errors
 	}
 	if len(s.sat) > 0 {
-		fmt.Fprintf(w, "no failed call at saturation (a wait ends in an ID)\t%d failed (all G, all rounds)\t%s\t\n", failed, met(failed == 0))
+		fmt.Fprintf(w, "no failed call at saturation (a wait ends in an ID)\t%d failed (all G, all rounds)\t%s\n", failed, met(failed == 0))
 	}
 	for _, r := range s.sat {
 		if r.g == 16 && r.cpuRef > 0 {
-			fmt.Fprintf(w, "CPU per M IDs at G=16 <= half of bwmarrin's\t%.3f vs %.3f s (%.2fx)\t%s\t\n", r.cpu, r.cpuRef, r.cpu/r.cpuRef, met(r.cpu <= r.cpuRef/2))
+			fmt.Fprintf(w, "CPU per M IDs at G=16 <= half of bwmarrin's\t%.3f vs %.3f s (%.2fx)\t%s\n", r.cpu, r.cpuRef, r.cpu/r.cpuRef, met(r.cpu <= r.cpuRef/2))
 		}
 	}
 	for _, p := range []struct {
@@ -56,14 +56,14 @@ func (s *summary) print() {
 		if !p.set {
 			continue
 		}
-		fmt.Fprintf(w, "%s: p99.9 <= 1 µs\t%v\t%s\t\n", p.label, dur(p.p999), met(p.p999 <= float64(time.Microsecond)))
+		fmt.Fprintf(w, "%s: p99.9 <= 1 µs\t%v\t%s\n", p.label, dur(p.p999), met(p.p999 <= float64(time.Microsecond)))
 		if p.mutex > 0 {
-			fmt.Fprintf(w, "%s: p99.9 <= half of every mutex peer's\t%v vs best mutex peer %v (%s)\t%s\t\n",
+			fmt.Fprintf(w, "%s: p99.9 <= half of every mutex peer's\t%v vs best mutex peer %v (%s)\t%s\n",
 				p.label, dur(p.p999), dur(p.mutex), ratio(p.p999, p.mutex), met(p.p999 <= p.mutex/2))
 		}
 	}
 	if s.allocsSet {
-		fmt.Fprintf(w, "0 allocations per ID\tat most %.2g per ID (tables 1 and 4)\t%s\t\n", s.allocs, met(s.allocs == 0))
+		fmt.Fprintf(w, "0 allocations per ID\tat most %.2g per ID (tables 1 and 4)\t%s\n", s.allocs, met(s.allocs == 0))
 	}
 	w.Flush()
 }
