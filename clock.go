@@ -44,14 +44,29 @@ func (c *wallClock) unixNano() int64 {
 // reads the wall clock, so a crowd arriving at the same instant pays for one
 // time.Now between them; the others keep the previous offset, which is at
 // most one interval old.
+//
+// time.Now reads the wall clock and then the monotonic clock; a thread
+// descheduled between the two would compute an offset that is too small,
+// which looks like a step back. A monotonic reading taken just before
+// bounds that error by now's monotonic part minus it, so a resync that took
+// longer than resyncSkew is dropped and the next caller tries again.
 func (c *wallClock) resync(m int64) {
 	n := c.next.Load()
 	if m < n || !c.next.CompareAndSwap(n, m+int64(wallResync)) {
 		return
 	}
+	before := int64(time.Since(c.base))
 	now := time.Now()
-	c.offset.Store(now.UnixNano() - int64(now.Sub(c.base)))
+	mono := int64(now.Sub(c.base))
+	if mono-before > int64(resyncSkew) {
+		c.next.CompareAndSwap(m+int64(wallResync), mono) // let the next caller try again
+		return
+	}
+	c.offset.Store(now.UnixNano() - mono)
 }
+
+// resyncSkew is the largest uncertainty a resync accepts in the offset.
+const resyncSkew = 20 * time.Microsecond
 
 // reading is one clock reading: the injected clock's time, or the default
 // clock's Unix nanoseconds, which become a time.Time only if an error needs
