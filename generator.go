@@ -206,11 +206,28 @@ func (g *Generator) Close() error {
 		if g.stopWatch != nil {
 			g.stopWatch()
 		}
-		if g.leaser != nil {
-			g.closeErr = g.leaser.Close()
+		switch l := g.leaser.(type) {
+		case nil:
+		case machineid.IssuedCloser:
+			// The closed state is stored, so a call that claimed after
+			// this point drops its IDs when it re-checks the state; every
+			// ID returned was claimed before the store, and the scan sees it.
+			g.closeErr = l.CloseIssued(g.issuedUntil())
+		default:
+			g.closeErr = l.Close()
 		}
 	})
 	return g.closeErr
+}
+
+// issuedUntil returns the last instant of the latest tick issued, or the
+// zero Time if nothing was issued.
+func (g *Generator) issuedUntil() time.Time {
+	latest := g.ring.latestTick()
+	if latest < 0 {
+		return time.Time{}
+	}
+	return g.layout.timeOf(latest + 1).Add(-time.Nanosecond)
 }
 
 // fill issues len(dst) IDs, or as many as it can before the first failure,

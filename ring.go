@@ -114,6 +114,17 @@ func (r *ring) claim(tick int64, n uint64, b bounds) (t int64, seq, got uint64, 
 	}
 }
 
+// latestTick returns the latest tick any slot has issued, or -1.
+func (r *ring) latestTick() int64 {
+	latest := int64(-1)
+	for i := range r.slots {
+		if v := r.slots[i].Load(); v != 0 {
+			latest = max(latest, int64(v>>r.seqBits)-1)
+		}
+	}
+	return latest
+}
+
 // issued counts the IDs the ring has issued: those of retired ticks plus,
 // for each slot in use, its last sequence + 1 (a slot's sequences are issued
 // from 0 up without gaps).

@@ -51,3 +51,18 @@ type Leaser interface {
 	// see an invalid lease.
 	Close() error
 }
+
+// IssuedCloser is a [Leaser] that can release its lease knowing the latest
+// time its holder actually issued. A lease's high-water mark is raised
+// ahead of time, so after a plain Close the ID's next holder waits until
+// its clock passes a mark nobody used; told the real latest time, the store
+// may lower the mark to it. A generator calls CloseIssued instead of Close
+// when its Leaser offers it.
+type IssuedCloser interface {
+	Leaser
+	// CloseIssued is Close, told that the holder issued no ID with a time
+	// later than issued (the zero Time: no ID at all). The mark must never
+	// go below issued, nor below the previous holder's mark, and must only
+	// change while this holder still holds the lease.
+	CloseIssued(issued time.Time) error
+}

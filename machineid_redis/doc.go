@@ -11,7 +11,9 @@
 //
 // [NewLeased] (recommended): each process takes the lowest free ID in a
 // range and holds it with a random owner token and a TTL. A background
-// goroutine renews every TTL/3; Close releases. A crashed process's ID is
+// goroutine renews every TTL/3; Close releases, and CloseIssued (which a
+// generator's Close calls) also lowers the ID's mark to the time really
+// issued. A crashed process's ID is
 // free again after its TTL.
 //
 // [NewHostMapped]: compatible with the seed design's keys and data,

@@ -147,22 +147,34 @@ return {1, mark}
 
 // release drops the token's lease: the one its owner hash names, and the
 // one the caller believes it holds (-1 if none), each only if it is still
-// the token's. The mark stays: the next holder must not reuse the ticks
-// this one may have issued. Looking the lease up by token also frees one
-// taken by a call whose answer the caller never saw.
+// the token's. The mark stays, so the next holder does not reuse the ticks
+// this one may have issued, unless the caller says how far it really
+// issued (issued ms >= 0): then the mark of the lease the owner hash names
+// comes down to that, but never below the mark this token inherited.
+// Looking the lease up by token also frees one taken by a call whose
+// answer the caller never saw.
 //
 //	KEYS[1] marks
-//	ARGV    prefix, token, id
+//	ARGV    prefix, token, id, issued ms (-1: keep the mark)
 //	returns {n}, the number of leases released
 var release = redis.NewScript(`
 local prefix, token = ARGV[1], ARGV[2]
+local issued = tonumber(ARGV[4] or '-1')
 local owner = prefix .. 'OWNER:' .. token
+local ownID = redis.call('HGET', owner, 'id')
+local after = tonumber(redis.call('HGET', owner, 'after') or '0')
 local n = 0
-for _, id in ipairs({redis.call('HGET', owner, 'id'), ARGV[3]}) do
+for _, id in ipairs({ownID, ARGV[3]}) do
   local lease = prefix .. 'LEASE:' .. tostring(id)
   if id and redis.call('GET', lease) == token then
     redis.call('DEL', lease)
     n = n + 1
+    if issued >= 0 and tostring(id) == tostring(ownID) then
+      local low = math.max(issued, after)
+      if low < tonumber(redis.call('HGET', KEYS[1], id) or '0') then
+        redis.call('HSET', KEYS[1], id, string.format('%.0f', low))
+      end
+    end
   end
 end
 redis.call('DEL', owner)

@@ -65,7 +65,7 @@ type Service struct {
 	closeErr  error // written inside closeOnce
 }
 
-var _ machineid.Leaser = (*Service)(nil)
+var _ machineid.IssuedCloser = (*Service)(nil)
 
 // NewLeased returns a Service in lease mode, the recommended one: each
 // process takes the lowest free machine ID in the range, holds it with a
@@ -224,7 +224,26 @@ func (s *Service) Token() string { return s.token }
 // Service that never tried to acquire does not contact Redis. Every call
 // returns the release's error, if any. Watchers must not call Close from
 // their callback.
-func (s *Service) Close() error {
+func (s *Service) Close() error { return s.close(-1) }
+
+// CloseIssued is Close for a holder that issued no ID with a time later
+// than issued (the zero Time: none). The ID's mark, raised ahead of time by
+// renewals, comes down to issued, but never below the mark this service
+// inherited, so the ID's next holder can start at once instead of waiting
+// out a mark nobody used. A generator made with
+// ringflake.WithMachineIDService calls it from its own Close. Like Close,
+// it acts once; later calls of either return the first one's error.
+func (s *Service) CloseIssued(issued time.Time) error {
+	ms := int64(0)
+	if !issued.IsZero() {
+		ms = (issued.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond) // round up
+	}
+	return s.close(max(ms, 0))
+}
+
+// close releases the lease; issuedMs >= 0 lowers the mark to it (see the
+// release script), -1 keeps the mark.
+func (s *Service) close(issuedMs int64) error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
@@ -244,7 +263,7 @@ func (s *Service) Close() error {
 		tried := s.tried
 		s.mu.Unlock()
 		if tried {
-			if _, err := s.eval(context.Background(), s.cfg.callTimeout, release, s.cfg.prefix, s.token, id); err != nil {
+			if _, err := s.eval(context.Background(), s.cfg.callTimeout, release, s.cfg.prefix, s.token, id, issuedMs); err != nil {
 				s.closeErr = fmt.Errorf("machineid_redis: releasing machine ID %d: %w", id, err)
 			}
 		}

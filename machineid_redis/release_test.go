@@ -1,0 +1,68 @@
+package machineid_redis_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/redistest"
+	mr "github.com/ringflake/ringflake/machineid_redis"
+)
+
+// A renewal raises the mark a TTL ahead; releasing with the time really
+// issued brings it back down, never below what the holder inherited.
+func TestCloseIssuedLowersTheMark(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	long := mr.WithTTL(time.Minute) // a mark a minute ahead makes the difference plain
+
+	a := leased(t, c, mr.WithRange(3, 3), long)
+	_, err := a.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	require.True(t, a.Lease().Until.After(time.Now().Add(50*time.Second)), "the mark is raised a TTL ahead")
+	issued := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+	require.NoError(t, a.CloseIssued(issued))
+
+	b := leased(t, c, mr.WithRange(3, 3), long)
+	_, err = b.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	assert.True(t, b.Lease().After.Equal(issued), "the next holder inherits the time really issued: After = %v; want %v", b.Lease().After, issued)
+
+	require.NoError(t, b.CloseIssued(time.Time{}), "b issued nothing")
+	d := leased(t, c, mr.WithRange(3, 3), long)
+	_, err = d.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	assert.True(t, d.Lease().After.Equal(issued), "a holder that issued nothing hands on what it inherited, not less: After = %v", d.Lease().After)
+
+	require.NoError(t, d.Close())
+	e := leased(t, c, mr.WithRange(3, 3), long)
+	_, err = e.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	assert.True(t, e.Lease().After.After(time.Now().Add(50*time.Second)), "a plain Close keeps the mark set ahead")
+}
+
+// A generator's Close hands its latest issued time to the service, so a
+// restarted process that gets the same ID starts issuing at once, and
+// nothing repeats.
+func TestGeneratorCloseLetsTheNextHolderStartAtOnce(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	long := mr.WithTTL(time.Minute)
+	seen := map[ringflake.ID]bool{}
+	for round := range 3 {
+		svc := leased(t, c, mr.WithRange(9, 9), long)
+		g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(100*time.Millisecond))
+		require.NoError(t, err)
+		for range 5000 {
+			id, err := g.NextID()
+			require.NoErrorf(t, err, "round %d: the ID's mark should be the last holder's issued time, not a minute ahead", round)
+			require.False(t, seen[id], "ID %d issued twice", id)
+			seen[id] = true
+			require.Equal(t, int64(9), g.Layout().Decompose(id).Machine)
+		}
+		require.NoError(t, g.Close())
+	}
+}
