@@ -60,8 +60,8 @@
 //
 // Forward jumps need nothing: new ticks start fresh. A clock before the
 // layout's epoch or past its end fails at once ([ErrClockBeforeEpoch],
-// [ErrTimeOverflow]). With a non-decreasing clock, the IDs one goroutine
-// receives strictly increase.
+// [ErrTimeOverflow]). With a non-decreasing clock and an unchanged machine
+// ID, the IDs one goroutine receives strictly increase.
 //
 // The ring protects one process. A process that restarts while its clock
 // is behind the time it used before its restart could reissue IDs; a
