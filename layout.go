@@ -217,6 +217,6 @@ func (l Layout) Compose(p Parts) (ID, error) {
 
 // compose packs fields already known to fit.
 func (l Layout) compose(ticks, machine, seq int64) ID {
-	s, m := uint(l.SequenceBits), uint(l.MachineBits)
-	return ID(ticks<<(s+m) | machine<<s | seq)
+	s, m := uint(l.SequenceBits)&63, uint(l.MachineBits)&63
+	return ID(ticks<<((s+m)&63) | machine<<s | seq)
 }
