@@ -65,9 +65,9 @@ const (
 // one by one while callers keep issuing, so a snapshot taken under load may
 // be off by about one tick's IDs; Issued never goes down from one snapshot
 // to the next. Issued counts sequences claimed, including the few a call
-// drops when a leased machine ID changes under it. Stats is safe for concurrent
-// use; it reads every ring slot, so it costs about a microsecond per
-// thousand slots.
+// drops when a leased machine ID changes under it. Stats is safe for
+// concurrent use and does not allocate; it reads every ring slot, about
+// 2 µs for the default 4096.
 func (g *Generator) Stats() Stats {
 	if g == nil || g.clock == nil && g.wall == nil {
 		return Stats{}
