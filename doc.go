@@ -96,8 +96,9 @@
 // sleeper: on Linux it sleeps in nanosleep(2) until just before the tick
 // (the runtime's timers can wake a millisecond late and skip a whole tick),
 // and at the tick it claims IDs for every caller that waited, before
-// callers arriving fresh can use the tick up; the others block on a channel
-// and take their share. So under demand above the layout's ceiling callers
+// callers arriving fresh can use the tick up; the others block until it is
+// done and take their share. The wait reuses its bookkeeping from tick to
+// tick, so it allocates nothing either. So under demand above the layout's ceiling callers
 // are served roughly in turn, and a healthy clock does not starve anyone
 // into ErrSequenceExhausted.
 // [Generator.NextIDContext] and [Generator.NextNContext] also return when

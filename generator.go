@@ -104,9 +104,8 @@ func (g *Generator) fixed(machine int64) *machineState {
 // behind, or for a lease to be confirmed. It returns a [*ClockError]
 // wrapping [ErrClockBeforeEpoch], [ErrTimeOverflow], [ErrClockBehind],
 // [ErrSequenceExhausted] or [ErrLeaseLost], or [ErrClosed]. NextID is safe
-// for concurrent use. It allocates nothing to issue; callers that wait for
-// the next tick share one channel made per tick, and a failure allocates
-// its error.
+// for concurrent use. It allocates nothing, waits included; only a failure
+// allocates, for its error.
 func (g *Generator) NextID() (ID, error) {
 	if id, ok := g.fast(); ok {
 		return id, nil
@@ -144,7 +143,8 @@ func (g *Generator) fast() (ID, bool) {
 }
 
 // NextIDContext is NextID with a context: a wait also ends when ctx is
-// done, and then NextIDContext returns ctx.Err().
+// done, and then NextIDContext returns ctx.Err(). With a ctx that can be
+// done, a wait may allocate (a timer, or a channel to select on).
 func (g *Generator) NextIDContext(ctx context.Context) (ID, error) {
 	if ctx == nil {
 		ctx = context.Background()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,8 +34,9 @@ func (w *waiter) budget(g *Generator, need time.Duration, fail ClockError, parti
 	elapsed := w.elapsed()
 	left := g.maxWait - elapsed
 	if left <= 0 || need <= 0 || need > left && !partial {
-		fail.Waited = elapsed
-		return 0, &fail
+		e := fail // a copy, so that only a failure allocates
+		e.Waited = elapsed
+		return 0, &e
 	}
 	if w.start.IsZero() {
 		w.start = time.Now()
@@ -47,28 +49,44 @@ func (w *waiter) budget(g *Generator, need time.Duration, fail ClockError, parti
 // first caller (the leader) sleeps precisely until just before the tick,
 // yields until the clock shows it, and then claims, with as few CASes as
 // the tick allows, the IDs that it and every follower asked for; the
-// followers block on a channel the leader closes once the claim is done,
-// and each takes its own share. Without this, callers arriving fresh at
-// the tick would use it up before the sleepers woke, and an unlucky caller
-// could lose tick after tick until MaxWait ran out under a healthy clock.
+// followers wait for the leader to finish the claim, and each takes its
+// own share. Without this, callers arriving fresh at the tick would use it
+// up before the sleepers woke, and an unlucky caller could lose tick after
+// tick until MaxWait ran out under a healthy clock.
 //
-// The mutex is on the waiting path only, never on the path that issues.
+// Waiting allocates nothing in the steady state: rounds are reused once
+// their last caller is done with them, and followers wait on the round's
+// gate, a mutex the leader holds until its claim is written. Only a
+// follower whose context can be done needs a channel to select on; the
+// first such follower of a round makes one.
+//
+// The mutexes are on the waiting path only, never on the path that issues.
 type tickWait struct {
-	mu  sync.Mutex // protects cur and the want field of the round it points to
-	cur *round     // the round callers may join; nil while nobody sleeps
+	mu    sync.Mutex // protects cur, free and the fields of cur marked so
+	cur   *round     // the round callers may join; nil while nobody sleeps
+	free  *round     // finished rounds for reuse, linked through next
+	nfree int
 }
+
+// maxFreeRounds bounds the rounds kept for reuse. Two or three are in use
+// at once at most in practice: one asleep, and the last one's followers
+// still taking their shares.
+const maxFreeRounds = 4
 
 // A round is one tick's wait: its leader and followers, and what the
 // leader claimed for them. Shares are handed out by position: a caller's
 // share is IDs [offset, offset+k) of the claimed ranges, in order, so no
 // ID goes to two callers.
 type round struct {
-	tick   int64         // the tick waited for; written once by the leader
-	wakeAt time.Time     // when the leader wakes; written once by the leader
-	done   chan struct{} // closed by the leader after writing ranges
+	gate   sync.Mutex    // held by the leader from the round's start until ranges are written
+	tick   int64         // the tick waited for; written by the leader before the round is published
+	wakeAt time.Time     // when the leader wakes; likewise
 	want   int           // IDs asked for so far; under tickWait.mu until the leader detaches the round
+	done   chan struct{} // nil, or made by a follower that can be cancelled; under tickWait.mu until detached; closed with the gate's unlock
+	users  atomic.Int32  // the leader and the followers not yet done with the round
+	next   *round        // in tickWait.free
 
-	ranges [4]claimRange // written by the leader before done is closed; read after
+	ranges [4]claimRange // written by the leader while it holds gate; read after
 	n      int
 }
 
@@ -80,7 +98,8 @@ type claimRange struct {
 }
 
 // take copies up to len(dst) IDs of r's claims, starting at offset, into
-// dst and returns how many. Call it only after r.done is closed.
+// dst and returns how many. Call it only once the leader has let go of the
+// gate.
 func (r *round) take(l Layout, offset int, dst []ID) int {
 	got := 0
 	skip := uint64(offset)
@@ -107,37 +126,85 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.D
 	tw.mu.Lock()
 	if r := tw.cur; r != nil {
 		join := r.tick == tick && !r.wakeAt.After(deadline)
-		offset := r.want
-		if join {
-			r.want += len(dst)
-		}
-		tw.mu.Unlock()
 		if !join {
+			tw.mu.Unlock()
 			return 0, sleep(ctx, d)
 		}
-		if err := waitChan(ctx, r.done); err != nil {
-			return 0, err // the share reserved for this caller is dropped: space, not uniqueness
+		offset := r.want
+		r.want += len(dst)
+		r.users.Add(1)
+		if ctx.Done() != nil && r.done == nil {
+			r.done = make(chan struct{})
 		}
-		return r.take(g.layout, offset, dst), nil
+		done := r.done
+		tw.mu.Unlock()
+		return tw.follow(ctx, g, r, done, offset, dst)
 	}
-	r := &round{tick: tick, wakeAt: time.Now().Add(d), done: make(chan struct{}), want: len(dst)}
+	r := tw.free
+	if r != nil {
+		tw.free, r.next = r.next, nil
+		tw.nfree--
+	} else {
+		r = new(round)
+	}
+	r.tick, r.wakeAt, r.want, r.done, r.n = tick, time.Now().Add(d), len(dst), nil, 0
+	r.users.Store(1)
+	r.gate.Lock()
 	tw.cur = r
 	tw.mu.Unlock()
 
 	err := g.sleepUntil(ctx, tick, d)
 
 	tw.mu.Lock()
-	tw.cur = nil // no one joins from here on, so want is final
-	want := r.want
+	tw.cur = nil // no one joins from here on, so want and done are final
+	want, done := r.want, r.done
 	tw.mu.Unlock()
 	if err == nil {
 		g.claimRound(r, want)
 	}
-	close(r.done)
-	if err != nil {
-		return 0, err
+	if done != nil {
+		close(done)
 	}
-	return r.take(g.layout, 0, dst), nil
+	r.gate.Unlock()
+	n := 0
+	if err == nil {
+		n = r.take(g.layout, 0, dst)
+	}
+	tw.release(r)
+	return n, err
+}
+
+// follow is a follower's wait for r's leader: on the gate, which the
+// leader lets go of within the follower's deadline, or, for a caller whose
+// ctx can be done, on done or ctx, whichever comes first.
+func (tw *tickWait) follow(ctx context.Context, g *Generator, r *round, done chan struct{}, offset int, dst []ID) (int, error) {
+	defer tw.release(r)
+	if done == nil {
+		r.gate.Lock()
+		//lint:ignore SA2001 the empty critical section is the wait for the leader
+		r.gate.Unlock()
+		return r.take(g.layout, offset, dst), nil
+	}
+	select {
+	case <-done:
+		return r.take(g.layout, offset, dst), nil
+	case <-ctx.Done():
+		return 0, ctx.Err() // the share reserved for this caller is dropped: space, not uniqueness
+	}
+}
+
+// release ends one caller's use of r; the last one puts it up for reuse.
+func (tw *tickWait) release(r *round) {
+	if r.users.Add(-1) != 0 {
+		return
+	}
+	tw.mu.Lock()
+	if tw.nfree < maxFreeRounds {
+		r.next = tw.free
+		tw.free = r
+		tw.nfree++
+	}
+	tw.mu.Unlock()
 }
 
 // early is how long before the tick the leader's sleep ends; nanosleep(2)
@@ -195,19 +262,6 @@ func (g *Generator) claimRound(r *round, want int) {
 		r.ranges[r.n] = claimRange{tick: t, machine: st.machine, seq: seq, count: got}
 		r.n++
 		have += got
-	}
-}
-
-func waitChan(ctx context.Context, ch <-chan struct{}) error {
-	if ctx.Done() == nil {
-		<-ch
-		return nil
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

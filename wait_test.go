@@ -1,6 +1,7 @@
 package ringflake
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,4 +73,72 @@ func TestWaitersAreServedFirst(t *testing.T) {
 		require.NotEqual(t, all[i-1], all[i], "ID issued twice")
 	}
 	assert.NotEmpty(t, all)
+}
+
+// waitLayout has 4 IDs per 1 ms tick, so that callers wait for the next
+// tick every few IDs.
+var waitLayout = Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
+
+// A lone caller that waits for every other tick allocates nothing: the
+// round is reused, and there is no channel and no error to build.
+func TestLoneWaiterAllocatesNothing(t *testing.T) {
+	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Second))
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() {
+		for range 5 { // 5 IDs from a 4-ID tick: at least one wait per run
+			if _, err := g.NextID(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	assert.Zero(t, allocs, "allocations per run of 5 NextIDs, with a wait")
+	assert.GreaterOrEqual(t, g.Stats().Waits, uint64(100), "the runs waited")
+}
+
+// Followers wait on the round's gate, and rounds are reused, so many
+// callers waiting for every tick allocate nothing either. The bound
+// tolerates the runtime's own stray allocations (a goroutine's first
+// time.Sleep makes its timer); a scheme that allocated per tick, or per
+// waiter, would make hundreds.
+func TestFollowersAllocateNothing(t *testing.T) {
+	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Second))
+	require.NoError(t, err)
+	const goroutines = 8
+	var (
+		stop   atomic.Bool
+		failed atomic.Int64
+		wg     sync.WaitGroup
+	)
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if _, err := g.NextID(); err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	// Collect what earlier tests left, so that no collection starts while
+	// measuring: one empties the runtime's central cache of the records a
+	// blocked goroutine needs (sudogs), and refilling it allocates. Then
+	// warm up: rounds made, stacks grown, caches filled.
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	issued := g.Stats().Issued
+	time.Sleep(200 * time.Millisecond)
+	runtime.ReadMemStats(&after)
+	issued = g.Stats().Issued - issued
+	stop.Store(true)
+	wg.Wait()
+
+	ticks := issued / 4
+	require.Greater(t, ticks, uint64(50), "ticks served while measuring")
+	allocs := after.Mallocs - before.Mallocs
+	t.Logf("%d allocations over %d ticks", allocs, ticks)
+	assert.LessOrEqualf(t, allocs, ticks/10, "%d allocations over %d ticks of %d waiting callers", allocs, ticks, goroutines)
+	assert.Zero(t, failed.Load(), "failed calls")
 }
