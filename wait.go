@@ -56,9 +56,12 @@ func (w *waiter) budget(g *Generator, need time.Duration, fail ClockError, parti
 //
 // Waiting allocates nothing in the steady state: rounds are reused once
 // their last caller is done with them, and followers wait on the round's
-// gate, a mutex the leader holds until its claim is written. Only a
-// follower whose context can be done needs a channel to select on; the
-// first such follower of a round makes one.
+// gate, a read-write mutex the leader holds for writing until its claim is
+// written; its unlock wakes every follower at once, as closing a channel
+// would (a plain mutex would wake them one after another, each only once
+// the one before it had run). Only a follower whose context can be done
+// needs a channel to select on; the first such follower of a round makes
+// one.
 //
 // The mutexes are on the waiting path only, never on the path that issues.
 type tickWait struct {
@@ -78,7 +81,7 @@ const maxFreeRounds = 4
 // share is IDs [offset, offset+k) of the claimed ranges, in order, so no
 // ID goes to two callers.
 type round struct {
-	gate   sync.Mutex    // held by the leader from the round's start until ranges are written
+	gate   sync.RWMutex  // held by the leader for writing from the round's start until ranges are written
 	tick   int64         // the tick waited for; written by the leader before the round is published
 	wakeAt time.Time     // when the leader wakes; likewise
 	want   int           // IDs asked for so far; under tickWait.mu until the leader detaches the round
@@ -180,9 +183,9 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.D
 func (tw *tickWait) follow(ctx context.Context, g *Generator, r *round, done chan struct{}, offset int, dst []ID) (int, error) {
 	defer tw.release(r)
 	if done == nil {
-		r.gate.Lock()
+		r.gate.RLock()
 		//lint:ignore SA2001 the empty critical section is the wait for the leader
-		r.gate.Unlock()
+		r.gate.RUnlock()
 		return r.take(g.layout, offset, dst), nil
 	}
 	select {

@@ -1,6 +1,7 @@
 package ringflake
 
 import (
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -97,8 +98,8 @@ func TestLoneWaiterAllocatesNothing(t *testing.T) {
 
 // Followers wait on the round's gate, and rounds are reused, so many
 // callers waiting for every tick allocate nothing either. The bound
-// tolerates the runtime's own stray allocations (a goroutine's first
-// time.Sleep makes its timer); a scheme that allocated per tick, or per
+// tolerates the runtime's own stray allocations (sudogs for blocked
+// goroutines, until its caches settle); a scheme that allocated per tick, or per
 // waiter, would make hundreds.
 func TestFollowersAllocateNothing(t *testing.T) {
 	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Second))
@@ -113,6 +114,7 @@ func TestFollowersAllocateNothing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			time.Sleep(time.Nanosecond) // a goroutine's first sleep makes its timer
 			for !stop.Load() {
 				if _, err := g.NextID(); err != nil {
 					failed.Add(1)
@@ -123,22 +125,31 @@ func TestFollowersAllocateNothing(t *testing.T) {
 	// Collect what earlier tests left, so that no collection starts while
 	// measuring: one empties the runtime's central cache of the records a
 	// blocked goroutine needs (sudogs), and refilling it allocates. Then
-	// warm up: rounds made, stacks grown, caches filled.
+	// warm up: rounds made, stacks grown, the runtime's caches (sudogs,
+	// timer heaps) filled, which under load can take a while, since
+	// goroutines block on one processor and are woken on the other.
 	runtime.GC()
-	time.Sleep(50 * time.Millisecond)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	issued := g.Stats().Issued
-	time.Sleep(200 * time.Millisecond)
-	runtime.ReadMemStats(&after)
-	issued = g.Stats().Issued - issued
+	time.Sleep(100 * time.Millisecond)
+	// The best of three windows: the runtime's caches may still be
+	// settling in the first, but a per-tick cost shows in every one.
+	best, bestTicks := uint64(math.MaxUint64), uint64(0)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		issued := g.Stats().Issued
+		time.Sleep(100 * time.Millisecond)
+		runtime.ReadMemStats(&after)
+		ticks := (g.Stats().Issued - issued) / 4
+		allocs := after.Mallocs - before.Mallocs
+		t.Logf("%d allocations over %d ticks", allocs, ticks)
+		if allocs < best {
+			best, bestTicks = allocs, ticks
+		}
+	}
 	stop.Store(true)
 	wg.Wait()
 
-	ticks := issued / 4
-	require.Greater(t, ticks, uint64(50), "ticks served while measuring")
-	allocs := after.Mallocs - before.Mallocs
-	t.Logf("%d allocations over %d ticks", allocs, ticks)
-	assert.LessOrEqualf(t, allocs, ticks/10, "%d allocations over %d ticks of %d waiting callers", allocs, ticks, goroutines)
+	require.Greater(t, bestTicks, uint64(25), "ticks served while measuring")
+	assert.LessOrEqualf(t, best, bestTicks/10, "%d allocations over %d ticks of %d waiting callers", best, bestTicks, goroutines)
 	assert.Zero(t, failed.Load(), "failed calls")
 }
