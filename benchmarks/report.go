@@ -59,8 +59,11 @@ func allocs(peers []*peer, sum *summary) {
 	for _, p := range peers {
 		a := allocsPerID(p)
 		fmt.Fprintf(w, "%s\t%.2g\n", p.name, a)
-		if p.name == "ringflake" {
+		switch p.name {
+		case "ringflake":
 			sum.allocs, sum.allocsSet = max(sum.allocs, a), true
+		case "bwmarrin/snowflake":
+			sum.allocsNoise = max(sum.allocsNoise, a)
 		}
 	}
 	w.Flush()
@@ -107,6 +110,9 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summar
 			if p.name == "ringflake" {
 				sum.sat = append(sum.sat, satSummary{g: g, ofCeiling: rate / p.ceiling(), cpu: cpu, cpuRef: ref, errors: fails})
 				sum.allocs, sum.allocsSet = max(sum.allocs, allocs), true
+			}
+			if p.name == "bwmarrin/snowflake" {
+				sum.allocsNoise = max(sum.allocsNoise, allocs)
 			}
 		}
 	}
