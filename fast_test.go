@@ -1,0 +1,157 @@
+package ringflake
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hourLayout has hour-long ticks, so that a test can read the default
+// clock's tick and act on it before the tick changes.
+var hourLayout = Layout{TimeBits: 40, MachineBits: 10, SequenceBits: 13, Epoch: DefaultLayout().Epoch, Tick: time.Hour}
+
+// fastCase runs fast on g with the current tick's slot set to old (a
+// function of that tick) and, on a copy of the same ring, ring.claim, and
+// returns both outcomes.
+func fastCase(t *testing.T, g *Generator, old func(tick int64) uint64) (fastID ID, fastOK bool, claimID ID, claimOK bool, tick int64) {
+	t.Helper()
+	tick = g.stableTick(t)
+	st := g.state.Load()
+	v := old(tick)
+	g.ring.slot(tick).Store(v)
+
+	var ref ring
+	ref.init(len(g.ring.slots), g.layout.SequenceBits)
+	ref.slot(tick).Store(v)
+	ct, seq, _, cs := ref.claim(tick, 1, st.b)
+	claimOK = cs == claimed
+	if claimOK {
+		claimID = g.layout.compose(ct, st.machine, int64(seq))
+	}
+	fastID, fastOK = g.fast()
+	return fastID, fastOK, claimID, claimOK, tick
+}
+
+// stableTick returns the default clock's tick, first waiting out the end of
+// the tick if less than a second of it is left, so that the caller can act
+// on the tick before it changes.
+func (g *Generator) stableTick(t *testing.T) int64 {
+	t.Helper()
+	d := subSat(g.wall.unixNano(), g.epochNano)
+	if left := g.layout.Tick - d%g.layout.Tick; left < time.Second {
+		time.Sleep(left + time.Millisecond)
+	}
+	return g.nowTick(t)
+}
+
+func (g *Generator) nowTick(t *testing.T) int64 {
+	t.Helper()
+	ticks, ok := g.layout.ticksAt(subSat(g.wall.unixNano(), g.epochNano), g.maxTicks, g.recip)
+	require.True(t, ok)
+	return ticks
+}
+
+// fast is an inlined step of ring.claim for the common slots; for every
+// kind of slot it must issue what claim would, or nothing.
+func TestFastMatchesClaim(t *testing.T) {
+	t.Parallel()
+	g, err := New(WithLayout(hourLayout), WithMachineID(5), WithRingSize(8))
+	require.NoError(t, err)
+	seqBits := uint(hourLayout.SequenceBits)
+	mask := uint64(1)<<seqBits - 1
+	packed := func(tick int64, seq uint64) uint64 { return uint64(tick+1)<<seqBits | seq }
+
+	cases := []struct {
+		name   string
+		old    func(tick int64) uint64
+		issues bool // whether fast itself issues (else it declines, and NextID's slow path takes over)
+	}{
+		{"empty slot", func(int64) uint64 { return 0 }, true},
+		{"this tick, seq 0", func(tk int64) uint64 { return packed(tk, 0) }, true},
+		{"this tick, seq 5", func(tk int64) uint64 { return packed(tk, 5) }, true},
+		{"this tick, one left", func(tk int64) uint64 { return packed(tk, mask-1) }, true},
+		{"this tick, full", func(tk int64) uint64 { return packed(tk, mask) }, false},
+		{"older tick, a ring ago", func(tk int64) uint64 { return packed(tk-8, 7) }, true},
+		{"older tick, full", func(tk int64) uint64 { return packed(tk-8, mask) }, true},
+		{"newer tick, a ring ahead", func(tk int64) uint64 { return packed(tk+8, 3) }, true},
+		{"newer tick, full", func(tk int64) uint64 { return packed(tk+8, mask) }, false},
+	}
+	for _, c := range cases {
+		retired := g.ring.retired.Load()
+		fastID, fastOK, claimID, claimOK, tick := fastCase(t, g, c.old)
+		assert.Equalf(t, c.issues, fastOK, "%s: fast issued", c.name)
+		assert.Equalf(t, claimOK, fastOK, "%s: fast and claim agree on issuing", c.name)
+		if fastOK {
+			assert.Equalf(t, claimID, fastID, "%s: fast issues what claim would", c.name)
+			p := g.layout.Decompose(fastID)
+			want := c.old(tick)
+			if want>>seqBits >= uint64(tick+1) { // this tick or a newer one: its sequence goes on
+				want++
+			} else {
+				want = packed(tick, 0)
+			}
+			assert.Equalf(t, want, g.ring.slot(tick).Load(), "%s: slot after", c.name)
+			assert.Equalf(t, int64(5), p.Machine, "%s: machine", c.name)
+		} else {
+			assert.Equalf(t, c.old(tick), g.ring.slot(tick).Load(), "%s: a declined slot is unchanged", c.name)
+		}
+		if old := c.old(tick); old != 0 && old>>seqBits < uint64(tick+1) {
+			assert.Equalf(t, retired+old&mask+1, g.ring.retired.Load(), "%s: the older tick's IDs are counted as retired", c.name)
+		}
+	}
+}
+
+// Random slot values around the current tick: fast never issues what
+// claim would not, and always issues when claim would for its own tick.
+func TestFastMatchesClaimRandom(t *testing.T) {
+	t.Parallel()
+	g, err := New(WithLayout(hourLayout), WithMachineID(1), WithRingSize(4))
+	require.NoError(t, err)
+	seqBits := uint(hourLayout.SequenceBits)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		dt := int64(rng.IntN(3)-1) * 4 // the tick a ring before, this one, or a ring after
+		seq := uint64(rng.IntN(1 << seqBits))
+		if rng.IntN(4) == 0 {
+			seq = 1<<seqBits - 1 - uint64(rng.IntN(2))
+		}
+		empty := rng.IntN(8) == 0
+		old := func(tk int64) uint64 {
+			if empty {
+				return 0
+			}
+			return uint64(tk+dt+1)<<seqBits | seq
+		}
+		fastID, fastOK, claimID, claimOK, _ := fastCase(t, g, old)
+		require.Equalf(t, claimOK, fastOK, "slot %+d ticks, seq %d, empty %v", dt, seq, empty)
+		if fastOK {
+			require.Equal(t, claimID, fastID)
+		}
+	}
+}
+
+// fast leaves a lease's bounds to the slow path: a tick at or below the
+// floor or above the ceiling is never issued by it.
+func TestFastRespectsBounds(t *testing.T) {
+	t.Parallel()
+	g, err := New(WithLayout(hourLayout), WithMachineID(2))
+	require.NoError(t, err)
+	tick := g.stableTick(t)
+	for _, b := range []bounds{{floor: tick, ceil: g.maxTicks}, {floor: -1, ceil: tick - 1}, {floor: tick + 5, ceil: tick + 10}} {
+		g.state.Store(&machineState{machine: 2, b: b, valid: true})
+		g.ring.slot(tick).Store(0)
+		_, ok := g.fast()
+		assert.Falsef(t, ok, "fast issued tick %d with bounds %+v", tick, b)
+		assert.Zerof(t, g.ring.slot(tick).Load(), "fast claimed under bounds %+v", b)
+	}
+	g.state.Store(&machineState{machine: 2, b: bounds{floor: tick - 1, ceil: tick}, valid: true})
+	id, ok := g.fast()
+	require.True(t, ok, "a tick just inside the bounds")
+	assert.Equal(t, tick, g.layout.Decompose(id).Ticks)
+	g.state.Store(&machineState{machine: 2, b: bounds{floor: -1, ceil: g.maxTicks}})
+	_, ok = g.fast()
+	assert.False(t, ok, "an invalid state")
+}
