@@ -99,8 +99,8 @@ func TestLoneWaiterAllocatesNothing(t *testing.T) {
 // Followers wait on the round's gate, and rounds are reused, so many
 // callers waiting for every tick allocate nothing either. The bound
 // tolerates the runtime's own stray allocations (sudogs for blocked
-// goroutines, until its caches settle); a scheme that allocated per tick, or per
-// waiter, would make hundreds.
+// goroutines, until its caches settle); a scheme that allocated per tick,
+// or per waiter, would make hundreds.
 func TestFollowersAllocateNothing(t *testing.T) {
 	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Second))
 	require.NoError(t, err)
