@@ -98,9 +98,9 @@
 // and at the tick it claims IDs for every caller that waited, before
 // callers arriving fresh can use the tick up; the others block until it is
 // done and take their share. The wait reuses its bookkeeping from tick to
-// tick, so it allocates nothing either. So under demand above the layout's ceiling callers
-// are served roughly in turn, and a healthy clock does not starve anyone
-// into ErrSequenceExhausted.
+// tick, so it allocates nothing either. So under demand above the layout's
+// ceiling callers are served roughly in turn, and a healthy clock does not
+// starve anyone into ErrSequenceExhausted.
 // [Generator.NextIDContext] and [Generator.NextNContext] also return when
 // their context is done (noticed within 2 ms). [New] blocks only with
 // [WithMachineIDService], for at most the acquire timeout
