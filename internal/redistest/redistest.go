@@ -22,7 +22,7 @@ import (
 	"time"
 )
 
-// startTimeout bounds how long a server may take to answer PING.
+// startTimeout bounds how long a server may take to answer.
 const startTimeout = 10 * time.Second
 
 // Server is one redis-server process. Its methods are safe for concurrent
@@ -88,8 +88,17 @@ func (s *Server) start(bin string) error {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if err := ping(s.Addr); err == nil {
+		// Another test's server may hold the port: this one then fails to
+		// bind and exits, but the other answers PING in the meantime. Only
+		// a reply that names this process's ID means the server is ours.
+		pid, err := processID(s.Addr)
+		if err == nil && pid == cmd.Process.Pid {
 			break
+		}
+		if err == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("port %d is held by another redis-server (pid %d)", s.Port, pid)
 		}
 		select {
 		case <-exited:
@@ -99,7 +108,7 @@ func (s *Server) start(bin string) error {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			<-exited
-			return fmt.Errorf("redis-server on port %d did not answer PING within %v", s.Port, startTimeout)
+			return fmt.Errorf("redis-server on port %d did not answer within %v", s.Port, startTimeout)
 		}
 	}
 	s.mu.Lock()
@@ -188,12 +197,19 @@ func freePort(tb testing.TB, bus bool) int {
 	return 0
 }
 
-func ping(addr string) error {
-	reply, err := do(addr, "PING")
-	if err == nil && reply != "PONG" {
-		err = fmt.Errorf("PING answered %q", reply)
+// processID returns the process ID of the redis-server answering at addr,
+// from INFO server.
+func processID(addr string) (int, error) {
+	reply, err := do(addr, "INFO", "server")
+	if err != nil {
+		return 0, err
 	}
-	return err
+	for line := range strings.SplitSeq(reply, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("INFO server from %s has no process_id", addr)
 }
 
 // do sends one command in RESP and reads the reply as Do describes.
