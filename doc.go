@@ -100,7 +100,9 @@
 // done and take their share. The wait reuses its bookkeeping from tick to
 // tick, so it allocates nothing either. So under demand above the layout's
 // ceiling callers are served roughly in turn, and a healthy clock does not
-// starve anyone into ErrSequenceExhausted.
+// starve anyone into ErrSequenceExhausted. A call waiting for a lost lease
+// sleeps until the lease watcher reports a change, or Close is called,
+// rather than polling.
 // [Generator.NextIDContext] and [Generator.NextNContext] also return when
 // their context is done (noticed within 2 ms). [New] blocks only with
 // [WithMachineIDService], for at most the acquire timeout

@@ -46,6 +46,11 @@ type machineState struct {
 	valid   bool // false while a lease is lost, and after Close
 	closed  bool
 	pending bool // a leased generator before the lease's first report
+
+	// changed is closed by whoever replaces this state, so a call waiting
+	// for a lease wakes when the lease changes instead of polling. It is nil
+	// for a fixed machine ID and for the closed state, which nothing replaces.
+	changed chan struct{}
 }
 
 // New returns a Generator configured by opts. It returns an error wrapping
@@ -232,7 +237,9 @@ func (g *Generator) Close() error {
 		return nil
 	}
 	g.closeOnce.Do(func() {
-		g.state.Store(&machineState{machine: -1, closed: true})
+		if old := g.state.Swap(&machineState{machine: -1, closed: true}); old != nil && old.changed != nil {
+			close(old.changed)
+		}
 		if g.stopWatch != nil {
 			g.stopWatch()
 		}
@@ -302,12 +309,12 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 		if st.closed {
 			return n, ErrClosed
 		}
-		_, err := g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st.b, nil)
+		_, err := g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st, nil)
 		return n, err
 	}
 	t, seq, got, cs := g.ring.claim(ticks, uint64(len(dst)-n), st.b)
 	if cs != claimed {
-		added, err := g.pause(ctx, w, cs, r, ticks, d, t, st.b, dst[n:])
+		added, err := g.pause(ctx, w, cs, r, ticks, d, t, st, dst[n:])
 		return n + added, err
 	}
 	// A lease change between the load and the CAS may have made st.machine
@@ -329,9 +336,10 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 // pause waits for a failed claim's condition to clear, within the call's
 // MaxWait, or returns the error that explains why it cannot. A wait for the
 // next tick may come back with IDs already claimed for the caller in dst;
-// pause returns how many.
-func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, b bounds, dst []ID) (int, error) {
-	need, fail := g.plan(cs, ticks, d, t, b)
+// pause returns how many. st is the machine state the claim was checked
+// against.
+func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, st *machineState, dst []ID) (int, error) {
+	need, fail := g.plan(cs, ticks, d, t, st)
 	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
 	if err != nil {
 		err.Clock = r.time()
@@ -340,15 +348,18 @@ func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r read
 	if cs == exhausted {
 		return g.ticks.wait(ctx, g, ticks+1, sleepFor, w.start.Add(g.maxWait), dst)
 	}
+	if cs == aboveCeil {
+		return 0, waitChange(ctx, st.changed, sleepFor)
+	}
 	return 0, sleep(ctx, sleepFor)
 }
 
 // plan says how long to wait, by the generator's clock, before a claim that
 // failed with cs can succeed, and the error to return if waiting is not
 // allowed. d is the reading's offset from the epoch and t the tick the
-// claim tried. The error is a value, so a wait that succeeds allocates
-// nothing for it.
-func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, b bounds) (time.Duration, ClockError) {
+// claim tried and st the machine state it was checked against. The error is
+// a value, so a wait that succeeds allocates nothing for it.
+func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, st *machineState) (time.Duration, ClockError) {
 	switch cs {
 	case exhausted:
 		need := g.span(ticks+1) - d
@@ -357,9 +368,17 @@ func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, 
 		}
 		return need, ClockError{Err: ErrSequenceExhausted}
 	case belowFloor:
-		need := g.span(b.floor+1) - d
+		need := g.span(st.b.floor+1) - d
 		return need, ClockError{Err: ErrClockBehind, By: need}
-	default: // aboveCeil, or no valid lease: wait for the lease to be renewed
+	default: // aboveCeil, or no valid lease
+		if !st.valid {
+			// Only a lease report can help, and it closes st.changed: wait
+			// for it for as long as MaxWait allows.
+			return g.maxWait, ClockError{Err: ErrLeaseLost}
+		}
+		// Past the confirmed mark: a renewal raises it, and a clock
+		// stepping back can bring the tick under it, which no report
+		// announces; look at the clock again every leasePoll.
 		return leasePoll(g.layout.Tick), ClockError{Err: ErrLeaseLost}
 	}
 }
@@ -373,7 +392,8 @@ func (g *Generator) span(n int64) time.Duration {
 	return time.Duration(n) * g.layout.Tick
 }
 
-// leasePoll is how often a call waiting for a lease looks again.
+// leasePoll is how often a call waiting past a lease's confirmed mark reads
+// the clock again.
 func leasePoll(tick time.Duration) time.Duration {
 	return min(max(tick, time.Millisecond), 10*time.Millisecond)
 }

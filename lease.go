@@ -29,7 +29,7 @@ func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
 		return nil
 	}
 	g.leaser = leaser
-	g.state.Store(&machineState{machine: id, pending: true}) // invalid until the first report
+	g.state.Store(&machineState{machine: id, pending: true, changed: make(chan struct{})}) // invalid until the first report
 	g.stopWatch = leaser.Watch(g.setLease)
 	return nil
 }
@@ -46,6 +46,7 @@ func (g *Generator) setLease(l machineid.Lease) {
 		machine: l.ID,
 		valid:   l.Valid && inRange,
 		b:       bounds{floor: -1, ceil: g.maxTicks},
+		changed: make(chan struct{}),
 	}
 	if !inRange {
 		next.machine = -1 // never issued with; MachineID reports it as none
@@ -62,6 +63,9 @@ func (g *Generator) setLease(l machineid.Lease) {
 			return
 		}
 		if g.state.CompareAndSwap(old, next) {
+			if old != nil && old.changed != nil {
+				close(old.changed) // only the CAS that replaced old gets here
+			}
 			switch {
 			case old != nil && old.valid && !next.valid:
 				g.emit(Event{Kind: EventLeaseLost, Machine: old.machine})

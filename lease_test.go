@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,4 +206,68 @@ func TestPlainServiceGivesAFixedID(t *testing.T) {
 	id, err := g.NextID()
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), g.Layout().Decompose(id).Machine)
+}
+
+// countingClock is a fake clock that counts its reads.
+type countingClock struct {
+	*fakeclock.Clock
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time {
+	c.reads.Add(1)
+	return c.Clock.Now()
+}
+
+// waitingOnLostLease starts a call that waits for a lost lease, with a
+// MaxWait that outlasts the test, lets it wait for 100 ms, and returns the
+// generator, a channel with the call's result, and the clock reads the call
+// made while it waited.
+func waitingOnLostLease(t *testing.T, f *fakeLeaser) (*ringflake.Generator, chan error, int64) {
+	t.Helper()
+	clock := &countingClock{Clock: fakeclock.New(leaseStart)}
+	g, err := ringflake.New(ringflake.WithMachineIDService(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(time.Hour))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	f.set(machineid.Lease{ID: 7})
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.NextIDContext(t.Context())
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	return g, done, clock.reads.Load()
+}
+
+func result(t *testing.T, done chan error, after string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the call waiting for the lease did not return after %s", after)
+		return nil
+	}
+}
+
+// TestLeaseWaitWakesOnReport checks that a call waiting for a lost lease
+// sleeps until the lease changes instead of polling, and wakes when it does.
+func TestLeaseWaitWakesOnReport(t *testing.T) {
+	t.Parallel()
+	f := newFakeLeaser(machineid.Lease{ID: 7, Valid: true})
+	g, done, reads := waitingOnLostLease(t, f)
+	// One read, and one more to rule out a descheduled caller, are all a
+	// waiting call needs; polling every tick would have made about 100.
+	assert.LessOrEqual(t, reads, int64(3), "clock reads while waiting 100 ms for a lost lease")
+	f.set(machineid.Lease{ID: 7, Valid: true})
+	require.NoError(t, result(t, done, "it was regained"))
+	assert.Equal(t, int64(7), g.MachineID())
+}
+
+// TestCloseWakesLeaseWait checks that Close ends a wait for a lost lease.
+func TestCloseWakesLeaseWait(t *testing.T) {
+	t.Parallel()
+	g, done, _ := waitingOnLostLease(t, newFakeLeaser(machineid.Lease{ID: 7, Valid: true}))
+	require.NoError(t, g.Close())
+	require.ErrorIs(t, result(t, done, "Close"), ringflake.ErrClosed)
 }

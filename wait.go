@@ -299,3 +299,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// waitChange waits up to d for changed to be closed or ctx to be done, and
+// returns ctx's error if it was. A nil changed never closes. It is for the
+// rare wait on a lease, so its timer may allocate.
+func waitChange(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
