@@ -1,6 +1,7 @@
 package machineid_redis_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -115,12 +116,37 @@ func TestHostModeRefusals(t *testing.T) {
 		require.ErrorIs(t, err, mr.ErrBadMapping)
 		assert.Contains(t, err.Error(), `host "h" maps to 2000, outside 1..1023`)
 	})
-	t.Run("mapping not a number", func(t *testing.T) {
+	t.Run("values that are not decimal IDs", func(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)
 		ctx := acquireCtx(t)
-		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "h", "\xac\xed\x00\x05").Err())
-		_, err := hostMapped(t, c, "h").MachineID(ctx)
-		require.ErrorIs(t, err, mr.ErrBadMapping)
+		// Lua's tonumber reads most of these; a lease on "LEASE:5.5" would
+		// not collide with "LEASE:5", and Redis would truncate 5.5 to 5.
+		bad := []string{"\xac\xed\x00\x05", "5.5", "-0", "-3", "nan", "inf", " 5", "5 ", "0x5", "5e0", "+5", "", "1234567890123456"}
+		for i, v := range bad {
+			p := fmt.Sprintf("{bad%d}:", i)
+			require.NoError(t, c.HSet(ctx, p+"IP_MACHINE_ID_MAPPING", "h", v).Err())
+			id, err := hostMapped(t, c, "h", mr.WithPrefix(p)).MachineID(ctx)
+			require.ErrorIs(t, err, mr.ErrBadMapping, "mapping %q gave ID %d", v, id)
+			assert.Contains(t, err.Error(), `host "h" maps to a value that is not a decimal ID`)
+			require.NoError(t, c.Set(ctx, p+"MAX_ID", v, 0).Err())
+			id, err = hostMapped(t, c, "new", mr.WithPrefix(p)).MachineID(ctx)
+			require.ErrorIs(t, err, mr.ErrBadMapping, "MAX_ID %q gave ID %d", v, id)
+			assert.Contains(t, err.Error(), p+"MAX_ID holds a value that is not a decimal ID")
+			keys, err := c.Keys(ctx, p+"LEASE:*").Result()
+			require.NoError(t, err)
+			assert.Empty(t, keys, "a refused mapping %q must take no lease", v)
+		}
+	})
+	t.Run("leading zeros name the same ID", func(t *testing.T) {
+		t.Parallel()
+		c := client(t, redistest.Start(t).Addr)
+		ctx := acquireCtx(t)
+		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "a", "5", "b", "005").Err())
+		id, err := hostMapped(t, c, "a").MachineID(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(5), id)
+		_, err = hostMapped(t, c, "b").MachineID(ctx)
+		require.ErrorIs(t, err, mr.ErrHostInUse, "hosts mapped to 5 and 005 hold one ID and must not both lease it")
 	})
 }

@@ -64,7 +64,9 @@ func (s *Service) refused(res []int64) error {
 	case code == -3:
 		return fmt.Errorf("%w: host %q maps to %d, outside %s", ErrBadMapping, s.cfg.host, arg(1), rng)
 	case code == -4:
-		return fmt.Errorf("%w: host %q maps to a value that is not a decimal ID", ErrBadMapping, s.cfg.host)
+		return fmt.Errorf("%w: host %q maps to a value that is not a decimal ID (1-15 digits) in %sIP_MACHINE_ID_MAPPING", ErrBadMapping, s.cfg.host, s.cfg.prefix)
+	case code == -5:
+		return fmt.Errorf("%w: %sMAX_ID holds a value that is not a decimal ID (1-15 digits)", ErrBadMapping, s.cfg.prefix)
 	}
 	return fmt.Errorf("machineid_redis: acquire script returned %v", res)
 }
@@ -197,9 +199,9 @@ func (s *Service) eval(ctx context.Context, timeout time.Duration, sc *redis.Scr
 		err error
 	}
 	ch := make(chan result, 1)
-	s.inflight.Add(1)
+	s.inflight.add()
 	go func() {
-		defer s.inflight.Done()
+		defer s.inflight.done()
 		v, err := sc.Run(ctx, s.client, s.keys, args...).Int64Slice()
 		ch <- result{v, err}
 	}()

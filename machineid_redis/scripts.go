@@ -93,8 +93,18 @@ return take(prefix, token, marks, best, bestMark, ttl, now, ahead)
 //	returns {id, after, mark}; {-1, last} when the range is used up;
 //	{-2, id, pttl} when another owner holds the host's ID; {-3, id} when the
 //	mapping holds an ID outside lo..hi; {-4} when it holds something that is
-//	not a decimal ID
+//	not a decimal ID; {-5} when max id does not
+//
+// A decimal ID here is 1 to 15 ASCII digits, which a Lua number holds
+// exactly. Anything else ("5.5", "-0", "nan", " 5") is refused: Lua's
+// tonumber would accept it, name a lease key the canonical spelling never
+// collides with, and hand Redis a number it truncates, so two hosts could
+// share an ID.
 var hostAcquire = redis.NewScript(luaTake + `
+local function decimal(raw)
+  return string.match(raw, '^%d+$') ~= nil and #raw <= 15
+end
+
 local prefix, token, marks, mapping, maxid = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local host = ARGV[3]
 local lo, hi = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -104,11 +114,16 @@ if id then
   return take(prefix, token, marks, id, after, ttl, now, ahead)
 end
 local raw = redis.call('HGET', mapping, host)
-id = tonumber(raw)
-if raw and id == nil then
+if raw and not decimal(raw) then
   return {-4}
-elseif id == nil then
-  local last = tonumber(redis.call('GET', maxid) or '0')
+end
+id = tonumber(raw)
+if id == nil then
+  local rawMax = redis.call('GET', maxid)
+  if rawMax and not decimal(rawMax) then
+    return {-5}
+  end
+  local last = tonumber(rawMax or '0')
   local nxt = math.max(last + 1, lo)
   if nxt > hi then
     return {-1, last}

@@ -58,7 +58,7 @@ type Service struct {
 	watchers map[int]func(machineid.Lease)
 	nextW    int
 
-	inflight  sync.WaitGroup // Redis calls still running, even if eval gave up on them
+	inflight  calls          // Redis calls still running, even if eval gave up on them
 	expiry    *time.Timer    // calls expire at the deadline; written once by newService
 	stopped   chan struct{}  // closed when the renewer returns
 	closeOnce sync.Once
@@ -136,18 +136,53 @@ func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, 
 // this token, before the release looks for it. The caller holds acqMu, so
 // no call starts meanwhile.
 func (s *Service) settle() {
-	done := make(chan struct{})
-	go func() {
-		s.inflight.Wait()
-		close(done)
-	}()
 	t := time.NewTimer(s.cfg.callTimeout)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-s.inflight.idle():
 	case <-t.C:
 	}
 }
+
+// calls counts Redis calls in flight. Unlike a sync.WaitGroup, it can be
+// waited on with a timeout, and counting up again while a timed-out waiter
+// has gone is fine: settle gives up on stuck calls, and the release that
+// follows is a call too. The zero value is ready to use.
+type calls struct {
+	mu     sync.Mutex
+	n      int
+	idleCh chan struct{} // closed when n drops to 0; replaced when n leaves 0
+}
+
+func (c *calls) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		c.idleCh = make(chan struct{})
+	}
+	c.n++
+}
+
+func (c *calls) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
+	if c.n == 0 {
+		close(c.idleCh)
+	}
+}
+
+// idle returns a channel that is closed once no call is in flight.
+func (c *calls) idle() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		return closedCh
+	}
+	return c.idleCh
+}
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // defaultHost is the host mode's name for this host: its first private
 // IPv4 address, as the seed's mapping uses, or else its hostname.
