@@ -58,9 +58,9 @@ type Service struct {
 	watchers map[int]func(machineid.Lease)
 	nextW    int
 
-	inflight  calls          // Redis calls still running, even if eval gave up on them
-	expiry    *time.Timer    // calls expire at the deadline; written once by newService
-	stopped   chan struct{}  // closed when the renewer returns
+	inflight  calls         // Redis calls still running, even if eval gave up on them
+	expiry    *time.Timer   // calls expire at the deadline; written once by newService
+	stopped   chan struct{} // closed when the renewer returns
 	closeOnce sync.Once
 	closeErr  error // written inside closeOnce
 }
