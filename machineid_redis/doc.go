@@ -35,6 +35,13 @@
 // for its clock to pass the mark or, in lease mode, takes a free ID whose
 // mark has already passed. Release leaves the mark in place.
 //
+// A restarted server may have lost, or rolled back to a snapshot, the marks
+// and leases of holders still running. Their marks are at most restart time
+// + TTL, so for one TTL after the server starts (by INFO's
+// uptime_in_seconds) acquisition takes every ID's mark to be at least that.
+// A new holder then waits up to a TTL for its clock, after a restart and
+// after a new server's first start alike.
+//
 // # Losing the lease
 //
 // The lease is valid until (send time of the last successful acquire or
@@ -53,8 +60,11 @@
 //
 // # What is guaranteed
 //
-// With one Redis primary that keeps its data, and clocks whose rates differ
-// by less than the safety margin over a TTL:
+// With one Redis primary whose keys are neither flushed nor evicted (use
+// maxmemory-policy noeviction), clocks whose rates differ by less than the
+// safety margin over a TTL, and one TTL for every process sharing a prefix
+// (the restart guard assumes no holder's TTL is longer than the
+// acquirer's):
 //   - two live leases never hold one ID at the same time;
 //   - no holder issues a time later than the mark Redis confirmed for it;
 //   - no holder issues a time at or before a previous holder's mark;
@@ -69,9 +79,8 @@
 //     lost it: another process can take the same ID at once, or below its
 //     last holder's mark. WAIT, or persistence with appendfsync always,
 //     narrows the window but does not close it.
-//   - Restarting Redis without persistence (as with --save "") loses every
-//     lease and mark. Running holders recover (a renewal finds the lease
-//     gone and re-acquires), but the mark guard across processes is reset.
+//   - FLUSHALL, deleting the keys, or eviction loses leases and marks
+//     without a restart, which the restart guard cannot see.
 //   - Key expiry runs on the server's clock: a server clock jump forward
 //     can expire a lease early, before the holder's deadline.
 //   - A process paused longer than the margin (GC, SIGSTOP, VM migration)

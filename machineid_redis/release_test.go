@@ -8,21 +8,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
-	"github.com/ringflake/ringflake/internal/redistest"
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
+
+// longTTL puts a mark seconds ahead, far more than any call here takes.
+const longTTL = 3 * time.Second
 
 // A renewal raises the mark a TTL ahead; releasing with the time really
 // issued brings it back down, never below what the holder inherited.
 func TestCloseIssuedLowersTheMark(t *testing.T) {
 	t.Parallel()
-	c := client(t, redistest.Start(t).Addr)
-	long := mr.WithTTL(time.Minute) // a mark a minute ahead makes the difference plain
+	c := client(t, settled(t, longTTL).Addr)
+	long := mr.WithTTL(longTTL) // a mark seconds ahead makes the difference plain
 
 	a := leased(t, c, mr.WithRange(3, 3), long)
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	require.True(t, a.Lease().Until.After(time.Now().Add(50*time.Second)), "the mark is raised a TTL ahead")
+	require.True(t, a.Lease().Until.After(time.Now().Add(longTTL/2)), "the mark is raised a TTL ahead")
 	issued := time.Now().Add(-time.Second).Truncate(time.Millisecond)
 	require.NoError(t, a.CloseIssued(issued))
 
@@ -41,7 +43,7 @@ func TestCloseIssuedLowersTheMark(t *testing.T) {
 	e := leased(t, c, mr.WithRange(3, 3), long)
 	_, err = e.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	assert.True(t, e.Lease().After.After(time.Now().Add(50*time.Second)), "a plain Close keeps the mark set ahead")
+	assert.True(t, e.Lease().After.After(time.Now().Add(longTTL/2)), "a plain Close keeps the mark set ahead")
 }
 
 // A generator's Close hands its latest issued time to the service, so a
@@ -49,8 +51,8 @@ func TestCloseIssuedLowersTheMark(t *testing.T) {
 // nothing repeats.
 func TestGeneratorCloseLetsTheNextHolderStartAtOnce(t *testing.T) {
 	t.Parallel()
-	c := client(t, redistest.Start(t).Addr)
-	long := mr.WithTTL(time.Minute)
+	c := client(t, settled(t, longTTL).Addr)
+	long := mr.WithTTL(longTTL)
 	seen := map[ringflake.ID]bool{}
 	for round := range 3 {
 		svc := leased(t, c, mr.WithRange(9, 9), long)
@@ -58,7 +60,7 @@ func TestGeneratorCloseLetsTheNextHolderStartAtOnce(t *testing.T) {
 		require.NoError(t, err)
 		for range 5000 {
 			id, err := g.NextID()
-			require.NoErrorf(t, err, "round %d: the ID's mark should be the last holder's issued time, not a minute ahead", round)
+			require.NoErrorf(t, err, "round %d: the ID's mark should be the last holder's issued time, not a TTL ahead", round)
 			require.False(t, seen[id], "ID %d issued twice", id)
 			seen[id] = true
 			require.Equal(t, int64(9), g.Layout().Decompose(id).Machine)

@@ -16,11 +16,14 @@ import (
 // as a client retry would, and checks the second run changes nothing.
 func TestScriptsAreIdempotent(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
+	srv := redistest.Start(t)
+	const ttl = 600 * time.Millisecond
+	srv.WaitUptime(ttl) // no restart floor: the previous holder's mark below is the one to inherit
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
 	for _, m := range []mode{modeLease, modeHost} {
-		s, err := newService(c, m, []Option{WithHost("10.9.9.9"), WithRange(1, 1), WithPrefix("{idem" + string('0'+rune(m)) + "}:")})
+		s, err := newService(c, m, []Option{WithHost("10.9.9.9"), WithRange(1, 1), WithTTL(ttl), WithPrefix("{idem" + string('0'+rune(m)) + "}:")})
 		require.NoError(t, err)
 		require.NoError(t, c.HSet(ctx, s.keys[0], "1", "5000").Err(), "a previous holder's mark")
 

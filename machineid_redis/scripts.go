@@ -38,6 +38,28 @@ local function take(prefix, token, marks, id, after, ttl, now, ahead)
   return {id, after, mark}
 end
 
+-- restartFloor returns the mark every ID is taken to have just after a
+-- restart, or 0 when there is none. A server that restarted may have lost, or rolled back to a snapshot, the
+-- leases and marks of holders that are still running: such a holder was
+-- last confirmed before the restart, so its mark is at most restart time +
+-- ahead on its clock, and its lease ends by then as well. Until ahead has
+-- passed since the restart, every ID's mark is taken to be that.
+-- uptime_in_seconds is a difference of whole seconds and can read up to a
+-- second high, hence the second taken off.
+local function restartFloor(now, ahead)
+  local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
+  local upMs = math.max((tonumber(up or '0') or 0) - 1, 0) * 1000
+  if upMs >= ahead then
+    return 0
+  end
+  return now - upMs + ahead
+end
+
+-- markOf returns the id's mark, or floor if that is later.
+local function markOf(marks, id, floor)
+  return math.max(tonumber(redis.call('HGET', marks, id) or '0'), floor)
+end
+
 -- mine returns the id this token already holds, and the after it inherited,
 -- or nil: the trace of an earlier run of this call.
 local function mine(prefix, token)
@@ -65,10 +87,11 @@ local id, after = mine(prefix, token)
 if id then
   return take(prefix, token, marks, id, after, ttl, now, ahead)
 end
+local floor = restartFloor(now, ahead)
 local best, bestMark = nil, nil
 for i = lo, hi do
   if redis.call('EXISTS', prefix .. 'LEASE:' .. i) == 0 then
-    local m = tonumber(redis.call('HGET', marks, i) or '0')
+    local m = markOf(marks, i, floor)
     if m < now then
       return take(prefix, token, marks, i, m, ttl, now, ahead)
     end
@@ -138,7 +161,7 @@ local lease = prefix .. 'LEASE:' .. id
 if redis.call('EXISTS', lease) == 1 then
   return {-2, id, redis.call('PTTL', lease)}
 end
-return take(prefix, token, marks, id, tonumber(redis.call('HGET', marks, id) or '0'), ttl, now, ahead)
+return take(prefix, token, marks, id, markOf(marks, id, restartFloor(now, ahead)), ttl, now, ahead)
 `)
 
 // renew extends the token's lease on id and raises the mark ahead.

@@ -23,6 +23,16 @@ import (
 // enough that a loaded machine running tests in parallel keeps its leases.
 const ttl = 600 * time.Millisecond
 
+// settled starts a server and waits until it has been up for d, so that a
+// first lease finds no restart floor (see TestRedisRestartWithLiveHolder):
+// the tests that use it are about other things.
+func settled(t *testing.T, d time.Duration) *redistest.Server {
+	t.Helper()
+	srv := redistest.Start(t)
+	srv.WaitUptime(d)
+	return srv
+}
+
 func client(t *testing.T, addr string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
@@ -100,7 +110,7 @@ func TestExhaustedRangeSaysWhy(t *testing.T) {
 
 func TestReleasedIDIsReused(t *testing.T) {
 	t.Parallel()
-	c := client(t, redistest.Start(t).Addr)
+	c := client(t, settled(t, ttl).Addr)
 	a := leased(t, c, mr.WithRange(0, 0))
 	id, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
@@ -180,7 +190,7 @@ func nextUntil(g *ringflake.Generator, d time.Duration) ([]ringflake.ID, error) 
 
 func TestRedisStoppedMidRun(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
+	srv := settled(t, ttl)
 	svc := leased(t, client(t, srv.Addr))
 	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
@@ -224,7 +234,7 @@ func TestRedisStoppedMidRun(t *testing.T) {
 
 func TestRedisPausedMidRun(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
+	srv := settled(t, ttl)
 	svc := leased(t, client(t, srv.Addr))
 	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
@@ -252,7 +262,7 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := client(t, redistest.Start(t).Addr)
+			c := client(t, settled(t, ttl).Addr)
 			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			clockA := fakeclock.New(start)
 			a := leased(t, c, mr.WithRange(0, tt.ids-1), mr.WithClock(clockA.Now))

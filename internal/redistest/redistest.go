@@ -197,6 +197,31 @@ func freePort(tb testing.TB, bus bool) int {
 	return 0
 }
 
+// WaitUptime blocks until the server has been up for d or longer by its
+// own account: INFO's uptime_in_seconds, less the second that reading can
+// run ahead. A lease taken from a server up for less than a TTL waits out
+// a restart floor (see package machineid_redis); tests about other things
+// wait here first. It fails the test if the server stops answering.
+func (s *Server) WaitUptime(d time.Duration) {
+	s.tb.Helper()
+	for {
+		reply := s.Do("INFO", "server")
+		up := -1
+		for line := range strings.SplitSeq(reply, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+				up, _ = strconv.Atoi(v)
+			}
+		}
+		if up < 0 {
+			s.tb.Fatalf("redistest: INFO server from %s has no uptime_in_seconds", s.Addr)
+		}
+		if time.Duration(up-1)*time.Second >= d {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // processID returns the process ID of the redis-server answering at addr,
 // from INFO server.
 func processID(addr string) (int, error) {
