@@ -56,8 +56,9 @@ type machineState struct {
 // New returns a Generator configured by opts. It returns an error wrapping
 // [ErrInvalidConfig] if the layout is invalid, the ring size is outside
 // 1..[MaxRingSize], MaxWait is negative, the clock is nil, the machine ID is
-// outside 0..Layout.MaxMachine(), or both WithMachineID and
-// WithMachineIDService are given. With WithMachineIDService, it also
+// outside 0..Layout.MaxMachine(), a [machineid.Ranger] service's range
+// reaches outside it, or both WithMachineID and WithMachineIDService are
+// given. With WithMachineIDService, it also
 // returns the service's error, wrapped, if no machine ID was had within the
 // acquire timeout.
 func New(opts ...Option) (*Generator, error) {

@@ -11,10 +11,18 @@ import (
 // attach gets the machine ID from svc within timeout and, if svc is a
 // [machineid.Leaser], starts following its lease.
 func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
+	leaser, leased := svc.(machineid.Leaser)
+	if r, ok := svc.(machineid.Ranger); ok {
+		if lo, hi := r.Range(); lo < 0 || hi > g.layout.MaxMachine() || lo > hi {
+			if leased {
+				_ = leaser.Close() // nothing was acquired
+			}
+			return configErr("machine ID range of service", fmt.Sprintf("%d..%d", lo, hi), fmt.Sprintf("within 0..%d, the layout's machine IDs", g.layout.MaxMachine()))
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	id, err := svc.MachineID(ctx)
-	leaser, leased := svc.(machineid.Leaser)
 	if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
 		err = configErr("machine ID from service", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
 	}

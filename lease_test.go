@@ -3,6 +3,8 @@ package ringflake_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -270,4 +272,33 @@ func TestCloseWakesLeaseWait(t *testing.T) {
 	g, done, _ := waitingOnLostLease(t, newFakeLeaser(machineid.Lease{ID: 7, Valid: true}))
 	require.NoError(t, g.Close())
 	require.ErrorIs(t, result(t, done, "Close"), ringflake.ErrClosed)
+}
+
+// rangedLeaser is a fakeLeaser that declares the IDs it may hand out.
+type rangedLeaser struct {
+	*fakeLeaser
+	lo, hi int64
+}
+
+func (r rangedLeaser) Range() (int64, int64) { return r.lo, r.hi }
+
+func TestServiceRangeMustFitTheLayout(t *testing.T) {
+	t.Parallel()
+	layout := ringflake.DefaultLayout()
+	layout.MachineBits, layout.SequenceBits = 3, 19 // machine IDs 0..7
+	for _, tt := range []struct {
+		lo, hi int64
+		ok     bool
+	}{{0, 7, true}, {3, 3, true}, {0, 8, false}, {-1, 7, false}, {5, 2, false}, {0, math.MaxInt64, false}} {
+		f := newFakeLeaser(machineid.Lease{ID: 3, Valid: true})
+		g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDService(rangedLeaser{f, tt.lo, tt.hi}))
+		if tt.ok {
+			require.NoError(t, err, "range %d..%d", tt.lo, tt.hi)
+			require.NoError(t, g.Close())
+			continue
+		}
+		require.ErrorIs(t, err, ringflake.ErrInvalidConfig, "range %d..%d", tt.lo, tt.hi)
+		assert.Contains(t, err.Error(), fmt.Sprintf("machine ID range of service = %d..%d; valid range within 0..7", tt.lo, tt.hi))
+		assert.Equal(t, 1, f.closeCount(), "range %d..%d: the refused service should be closed", tt.lo, tt.hi)
+	}
 }

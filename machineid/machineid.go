@@ -52,6 +52,16 @@ type Leaser interface {
 	Close() error
 }
 
+// Ranger is a [Service] that knows in advance which IDs it may hand out. A
+// generator checks the range against its layout before it asks for an ID,
+// so a leased source cannot later re-acquire an ID the generator cannot
+// encode and leave it stuck without a usable lease.
+type Ranger interface {
+	Service
+	// Range returns the lowest and highest ID the service may hand out.
+	Range() (lo, hi int64)
+}
+
 // IssuedCloser is a [Leaser] that can release its lease knowing the latest
 // time its holder actually issued. A lease's high-water mark is raised
 // ahead of time, so after a plain Close the ID's next holder waits until

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/redistest"
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
@@ -110,4 +111,25 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 			assert.Equal(t, 20000, nb, "the new holder should issue once its clock passes the restart floor")
 		})
 	}
+}
+
+// TestGeneratorRefusesARangeItCannotEncode gives a generator whose layout
+// has 32 machine IDs a service that may hand out 0..1023. It must refuse
+// at New, before taking a lease: after a later re-acquisition, an ID past
+// 31 would leave the generator without a usable lease for good.
+func TestGeneratorRefusesARangeItCannotEncode(t *testing.T) {
+	t.Parallel()
+	c := client(t, redistest.Start(t).Addr)
+	layout := ringflake.DefaultLayout()
+	layout.MachineBits, layout.SequenceBits = 5, 17
+	_, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDService(leased(t, c)))
+	require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "machine ID range of service = 0..1023; valid range within 0..31")
+	keys, err := c.Keys(acquireCtx(t), mr.DefaultPrefix+"*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "a refused service must not have taken a lease")
+
+	g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDService(leased(t, c, mr.WithRange(0, 31))))
+	require.NoError(t, err, "a range within the layout is fine")
+	require.NoError(t, g.Close())
 }

@@ -248,6 +248,12 @@ func (s *Service) Lease() machineid.Lease {
 	return s.lease
 }
 
+// Range returns the machine IDs the service may hand out, as set by
+// [WithRange]. It implements [machineid.Ranger], so a generator whose
+// layout has fewer machine IDs refuses the service when it is made, not
+// after a later re-acquisition takes an ID it cannot use.
+func (s *Service) Range() (lo, hi int64) { return s.cfg.min, s.cfg.max }
+
 // Token returns the random owner token that this service's leases carry in
 // Redis, for matching a lease key to its process when debugging.
 func (s *Service) Token() string { return s.token }
