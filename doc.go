@@ -89,18 +89,22 @@
 //
 // NextID and NextN wait only when their tick has no sequence left, when
 // the clock is behind with no spare sequence, or when a leased machine ID
-// is not confirmed. They sleep (they do not spin) and never wait longer
-// than MaxWait in total, measured with the monotonic clock, so neither an
+// is not confirmed. They sleep and never wait longer than MaxWait in total, measured with the monotonic clock, so neither an
 // injected frozen clock nor a wall-clock step can stretch it. With
 // MaxWait 0 they never wait. Callers waiting for the same tick share one
 // sleeper: on Linux it sleeps in nanosleep(2) until just before the tick
 // (the runtime's timers can wake a millisecond late and skip a whole tick),
-// and at the tick it claims IDs for every caller that waited, before
-// callers arriving fresh can use the tick up; the others block until it is
-// done and take their share. The wait reuses its bookkeeping from tick to
-// tick, so it allocates nothing either. So under demand above the layout's
-// ceiling callers are served roughly in turn, and a healthy clock does not
-// starve anyone into ErrSequenceExhausted. A call waiting for a lost lease
+// yields the processor for the last 100 µs or so until the clock shows the
+// tick, and then claims IDs for every caller that waited, before callers
+// arriving fresh can use the tick up; the others block until it is done
+// and take their share. If the tick cannot cover them all, those that have
+// come away empty from the most earlier ticks go first, so callers are
+// served in turn: 32 callers looping on a layout of 2 IDs per tick each
+// wait about 16 ticks, and none runs out of MaxWait while the clock is
+// healthy. A clock that does not show the tick by the end of that yielding
+// (a frozen injected clock) makes the call sleep from then on, so it costs
+// wake-ups, not a busy core. The wait reuses its bookkeeping from tick to
+// tick, so it allocates nothing either. A call waiting for a lost lease
 // sleeps until the lease watcher reports a change, or Close is called,
 // rather than polling.
 // [Generator.NextIDContext] and [Generator.NextNContext] also return when

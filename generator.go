@@ -347,7 +347,11 @@ func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r read
 		return 0, err
 	}
 	if cs == exhausted {
-		return g.ticks.wait(ctx, g, ticks+1, sleepFor, w.start.Add(g.maxWait), dst)
+		n, err := g.ticks.wait(ctx, g, w, ticks+1, sleepFor, dst)
+		if n == 0 && err == nil {
+			w.lost++
+		}
+		return n, err
 	}
 	if cs == aboveCeil {
 		return 0, waitChange(ctx, st.changed, sleepFor)

@@ -1,8 +1,10 @@
 package ringflake
 
 import (
+	"cmp"
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +16,8 @@ import (
 type waiter struct {
 	start     time.Time // set at the first sleep; zero if the call never slept
 	rechecked bool      // a step back was seen once and the clock read again
+	lost      int       // tick waits this call joined and got nothing from
+	stalled   bool      // the clock missed a tick it was yielded for: sleep, do not yield, from now on
 }
 
 // elapsed returns how long the call has waited so far.
@@ -79,7 +83,11 @@ const maxFreeRounds = 4
 // A round is one tick's wait: its leader and followers, and what the
 // leader claimed for them. Shares are handed out by position: a caller's
 // share is IDs [offset, offset+k) of the claimed ranges, in order, so no
-// ID goes to two callers.
+// ID goes to two callers. When the claim cannot cover every caller, the
+// callers that have come away empty from the most earlier rounds go first
+// (ties in the order they joined), so under demand above the layout's
+// ceiling a caller waits for its turn instead of losing every race to the
+// callers already running.
 type round struct {
 	gate   sync.RWMutex  // held by the leader for writing from the round's start until ranges are written
 	tick   int64         // the tick waited for; written by the leader before the round is published
@@ -91,6 +99,20 @@ type round struct {
 
 	ranges [4]claimRange // written by the leader while it holds gate; read after
 	n      int
+
+	// joiners has one entry per caller, the leader first, appended under
+	// tickWait.mu until the leader detaches the round; the leader then
+	// writes each offset while it holds gate. Its backing array is reused
+	// with the round.
+	joiners []joiner
+	order   []int32 // the leader's scratch space for ordering joiners
+}
+
+// joiner is one caller's place in a round.
+type joiner struct {
+	want   int // IDs asked for
+	lost   int // earlier rounds the caller came away from empty
+	offset int // the caller's share starts here; written by the leader
 }
 
 // claimRange is one successful claim: count sequences from seq, in tick,
@@ -98,6 +120,15 @@ type round struct {
 type claimRange struct {
 	tick, machine int64
 	seq, count    uint64
+}
+
+// claimed returns how many IDs r's claims hold.
+func (r *round) claimed() int {
+	n := uint64(0)
+	for _, c := range r.ranges[:r.n] {
+		n += c.count
+	}
+	return int(n)
 }
 
 // take copies up to len(dst) IDs of r's claims, starting at offset, into
@@ -125,7 +156,8 @@ func (r *round) take(l Layout, offset int, dst []ID) int {
 // joins the round only if the leader wakes before the follower's own
 // deadline, so MaxWait still bounds every caller; otherwise it sleeps on
 // its own and takes nothing.
-func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.Duration, deadline time.Time, dst []ID) (int, error) {
+func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int64, d time.Duration, dst []ID) (int, error) {
+	deadline, lost := w.start.Add(g.maxWait), w.lost
 	tw.mu.Lock()
 	if r := tw.cur; r != nil {
 		join := r.tick == tick && !r.wakeAt.After(deadline)
@@ -133,7 +165,8 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.D
 			tw.mu.Unlock()
 			return 0, sleep(ctx, d)
 		}
-		offset := r.want
+		idx := len(r.joiners)
+		r.joiners = append(r.joiners, joiner{want: len(dst), lost: lost})
 		r.want += len(dst)
 		r.users.Add(1)
 		if ctx.Done() != nil && r.done == nil {
@@ -141,7 +174,7 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.D
 		}
 		done := r.done
 		tw.mu.Unlock()
-		return tw.follow(ctx, g, r, done, offset, dst)
+		return tw.follow(ctx, g, r, done, idx, dst)
 	}
 	r := tw.free
 	if r != nil {
@@ -151,19 +184,22 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.D
 		r = new(round)
 	}
 	r.tick, r.wakeAt, r.want, r.done, r.n = tick, time.Now().Add(d), len(dst), nil, 0
+	r.joiners = append(r.joiners[:0], joiner{want: len(dst), lost: lost})
 	r.users.Store(1)
 	r.gate.Lock()
 	tw.cur = r
 	tw.mu.Unlock()
 
-	err := g.sleepUntil(ctx, tick, d)
+	reached, err := g.sleepUntil(ctx, tick, d, !w.stalled)
+	w.stalled = w.stalled || !reached
 
 	tw.mu.Lock()
-	tw.cur = nil // no one joins from here on, so want and done are final
+	tw.cur = nil // no one joins from here on, so want, done and joiners are final
 	want, done := r.want, r.done
 	tw.mu.Unlock()
 	if err == nil {
 		g.claimRound(r, want)
+		r.share(r.claimed(), want)
 	}
 	if done != nil {
 		close(done)
@@ -171,26 +207,48 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, tick int64, d time.D
 	r.gate.Unlock()
 	n := 0
 	if err == nil {
-		n = r.take(g.layout, 0, dst)
+		n = r.take(g.layout, r.joiners[0].offset, dst)
 	}
 	tw.release(r)
 	return n, err
 }
 
+// share sets each joiner's offset into the have IDs claimed for want. With
+// enough for everyone, offsets follow the order of joining; otherwise the
+// joiners that lost the most earlier rounds come first, and those left
+// over get an offset past the end, an empty share.
+func (r *round) share(have, want int) {
+	r.order = r.order[:0]
+	for i := range r.joiners {
+		r.order = append(r.order, int32(i))
+	}
+	if have < want {
+		slices.SortStableFunc(r.order, func(a, b int32) int {
+			return cmp.Compare(r.joiners[b].lost, r.joiners[a].lost)
+		})
+	}
+	offset := 0
+	for _, i := range r.order {
+		j := &r.joiners[i]
+		j.offset = min(offset, have)
+		offset += j.want
+	}
+}
+
 // follow is a follower's wait for r's leader: on the gate, which the
 // leader lets go of within the follower's deadline, or, for a caller whose
 // ctx can be done, on done or ctx, whichever comes first.
-func (tw *tickWait) follow(ctx context.Context, g *Generator, r *round, done chan struct{}, offset int, dst []ID) (int, error) {
+func (tw *tickWait) follow(ctx context.Context, g *Generator, r *round, done chan struct{}, idx int, dst []ID) (int, error) {
 	defer tw.release(r)
 	if done == nil {
 		r.gate.RLock()
 		//lint:ignore SA2001 the empty critical section is the wait for the leader
 		r.gate.RUnlock()
-		return r.take(g.layout, offset, dst), nil
+		return r.take(g.layout, r.joiners[idx].offset, dst), nil
 	}
 	select {
 	case <-done:
-		return r.take(g.layout, offset, dst), nil
+		return r.take(g.layout, r.joiners[idx].offset, dst), nil
 	case <-ctx.Done():
 		return 0, ctx.Err() // the share reserved for this caller is dropped: space, not uniqueness
 	}
@@ -219,11 +277,14 @@ const early = 100 * time.Microsecond
 
 // sleepUntil is the leader's wait for tick, d away by the clock: a
 // precise sleep to just before it, then yielding the processor until the
-// clock shows the tick, for at most 2×early past d in real time, in case
-// an injected clock does not move.
-func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration) error {
-	if d > preciseUpTo {
-		return sleep(ctx, d)
+// clock shows the tick, for at most 2×early past d in real time. It
+// reports false if the clock did not show the tick by then, as an injected
+// clock that does not move would not; the caller then passes yield false
+// for the rest of its call, and the wait is a plain sleep of at least
+// early, so that such a clock costs wake-ups, not a spinning core.
+func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration, yield bool) (bool, error) {
+	if d > preciseUpTo || !yield {
+		return true, sleep(ctx, max(d, early))
 	}
 	start := time.Now()
 	if d > early {
@@ -231,20 +292,20 @@ func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration)
 	}
 	for time.Since(start) < d+2*early {
 		if err := ctx.Err(); err != nil {
-			return err
+			return true, err
 		}
 		_, off := g.read()
 		if t, ok := g.layout.ticksAt(off, g.maxTicks, g.recip); !ok || t >= tick {
-			return nil
+			return true, nil
 		}
 		runtime.Gosched()
 	}
-	return ctx.Err()
+	return false, ctx.Err()
 }
 
 // claimRound claims up to want IDs for a round, with one CAS per tick the
 // claim spans, stopping at the first claim that cannot be made at once;
-// whoever gets no share then tries again on their own.
+// whoever gets no share then tries again.
 func (g *Generator) claimRound(r *round, want int) {
 	have := uint64(0)
 	for have < uint64(want) && r.n < len(r.ranges) {

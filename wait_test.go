@@ -76,6 +76,75 @@ func TestWaitersAreServedFirst(t *testing.T) {
 	assert.NotEmpty(t, all)
 }
 
+// TestRoundShareServesLongestWaitingFirst checks share: with enough IDs
+// for everyone, offsets follow the order of joining; with too few, the
+// callers that lost the most rounds go first and the rest get nothing.
+func TestRoundShareServesLongestWaitingFirst(t *testing.T) {
+	t.Parallel()
+	r := &round{joiners: []joiner{{want: 1, lost: 0}, {want: 2, lost: 3}, {want: 1, lost: 1}, {want: 1, lost: 3}}}
+	offsets := func() []int {
+		var o []int
+		for _, j := range r.joiners {
+			o = append(o, j.offset)
+		}
+		return o
+	}
+	r.share(5, 5)
+	assert.Equal(t, []int{0, 1, 3, 4}, offsets(), "enough for all: join order")
+	r.share(3, 5)
+	assert.Equal(t, []int{3, 0, 3, 2}, offsets(), "3 IDs: the two that lost 3 rounds, in join order; the rest nothing")
+	r.share(4, 5)
+	assert.Equal(t, []int{4, 0, 3, 2}, offsets(), "4 IDs: then the one that lost 1 round")
+	r.share(0, 5)
+	assert.Equal(t, []int{0, 0, 0, 0}, offsets(), "nothing claimed: every share is empty")
+}
+
+// TestOverloadIsServedInTurn runs 32 closed-loop callers against a layout
+// of 2 IDs per 1 ms tick on the real clock: demand 16 times the ceiling.
+// Served in turn, each waits about 16 ticks, far inside MaxWait; served in
+// order of arrival at each tick, the callers already running won every
+// race and a few hundred calls a second ran out of MaxWait. Not parallel,
+// for the reason TestWaitersAreServedFirst gives.
+func TestOverloadIsServedInTurn(t *testing.T) {
+	l := Layout{TimeBits: 57, MachineBits: 5, SequenceBits: 1, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
+	g, err := New(WithLayout(l), WithMaxWait(100*time.Millisecond))
+	require.NoError(t, err)
+	const goroutines = 32
+	var (
+		stop   atomic.Bool
+		wg     sync.WaitGroup
+		failed atomic.Int64
+		ids    = make([][]ID, goroutines)
+	)
+	for i := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				id, err := g.NextID()
+				if err != nil {
+					assert.ErrorIs(t, err, ErrSequenceExhausted)
+					failed.Add(1)
+					continue
+				}
+				ids[i] = append(ids[i], id)
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	stop.Store(true)
+	wg.Wait()
+	assert.Zero(t, failed.Load(), "calls that ran out of MaxWait while waiting their turn")
+	for i, got := range ids {
+		assert.NotEmpty(t, got, "goroutine %d was never served", i)
+	}
+	all := slices.Concat(ids...)
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		require.NotEqual(t, all[i-1], all[i], "ID issued twice")
+	}
+}
+
 // waitLayout has 4 IDs per 1 ms tick, so that callers wait for the next
 // tick every few IDs.
 var waitLayout = Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
@@ -152,4 +221,46 @@ func TestFollowersAllocateNothing(t *testing.T) {
 	require.Greater(t, bestTicks, uint64(25), "ticks served while measuring")
 	assert.LessOrEqualf(t, best, bestTicks/10, "%d allocations over %d ticks of %d waiting callers", best, bestTicks, goroutines)
 	assert.Zero(t, failed.Load(), "failed calls")
+}
+
+// TestFrozenClockWaitSleeps waits on an injected clock that never moves,
+// so the tick it waits for never comes. The first wait yields the processor
+// for its last stretch, as every wait does; once that stretch has passed
+// without the tick, the call must sleep, not go on yielding (reading the
+// clock in a loop) for all of MaxWait. It counts clock reads: a spinning
+// wait made hundreds of thousands in 200 ms.
+func TestFrozenClockWaitSleeps(t *testing.T) {
+	t.Parallel()
+	l16 := Layout{TimeBits: 49, MachineBits: 10, SequenceBits: 4, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
+	fine := l16
+	fine.Tick = 50 * time.Microsecond
+	for _, tt := range []struct {
+		name string
+		l    Layout
+		into time.Duration // how far into its tick the clock is frozen
+	}{
+		{"1 ms tick, 950 µs in", l16, 950 * time.Microsecond},
+		{"1 ms tick, at its start", l16, 0},
+		{"50 µs tick", fine, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			now := tt.l.Epoch.Add(1000*tt.l.Tick + tt.into)
+			var reads atomic.Int64
+			g, err := New(WithLayout(tt.l), WithMaxWait(200*time.Millisecond), WithClock(func() time.Time {
+				reads.Add(1)
+				return now
+			}))
+			require.NoError(t, err)
+			for range 16 { // the frozen tick's whole sequence
+				_, err := g.NextID()
+				require.NoError(t, err)
+			}
+			reads.Store(0)
+			_, err = g.NextID()
+			require.ErrorIs(t, err, ErrSequenceExhausted)
+			assert.Less(t, reads.Load(), int64(5000), "clock reads while waiting 200 ms for a tick a frozen clock never shows")
+			t.Logf("%d clock reads", reads.Load())
+		})
+	}
 }
