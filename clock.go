@@ -50,6 +50,14 @@ func (c *wallClock) unixNano() int64 {
 // which looks like a step back. A monotonic reading taken just before
 // bounds that error by now's monotonic part minus it, so a resync that took
 // longer than resyncSkew is dropped and the next caller tries again.
+//
+// The error only ever makes the offset too small, so an offset that comes
+// out below the current one by no more than resyncSkew is noise, not a
+// step back, and is not stored: otherwise one goroutine could read a time
+// up to resyncSkew earlier than its previous reading, across a tick
+// boundary, and get an ID lower than its last one from a clock that never
+// went back. A real step back by less than resyncSkew is ignored with it;
+// IDs then run at most resyncSkew ahead of the wall clock.
 func (c *wallClock) resync(m int64) {
 	n := c.next.Load()
 	if m < n || !c.next.CompareAndSwap(n, m+int64(wallResync)) {
@@ -62,7 +70,16 @@ func (c *wallClock) resync(m int64) {
 		c.next.CompareAndSwap(m+int64(wallResync), mono) // let the next caller try again
 		return
 	}
-	c.offset.Store(now.UnixNano() - mono)
+	if off := now.UnixNano() - mono; acceptOffset(c.offset.Load(), off) {
+		c.offset.Store(off)
+	}
+}
+
+// acceptOffset reports whether a resync's offset off replaces old: a later
+// one always does, an earlier one only if it is earlier by more than the
+// measurement's error bound, that is, a real step back.
+func acceptOffset(old, off int64) bool {
+	return off >= old || off < old-int64(resyncSkew)
 }
 
 // resyncSkew is the largest uncertainty a resync accepts in the offset.

@@ -36,6 +36,47 @@ func TestWallClockResyncSeesAStep(t *testing.T) {
 		"after a resync the reading follows the wall clock again, an hour back")
 }
 
+func TestAcceptOffset(t *testing.T) {
+	t.Parallel()
+	const old = int64(1_000_000_000)
+	skew := int64(resyncSkew)
+	for _, tt := range []struct {
+		off  int64
+		want bool
+	}{
+		{old, true},
+		{old + 1, true},
+		{old + int64(time.Hour), true},
+		{old - 1, false},       // measurement noise
+		{old - skew, false},    // at the bound: still noise
+		{old - skew - 1, true}, // past it: a real step back
+		{old - int64(time.Hour), true},
+		{math.MinInt64, true},
+		{math.MaxInt64, true},
+	} {
+		assert.Equal(t, tt.want, acceptOffset(old, tt.off), "acceptOffset(%d, %d)", old, tt.off)
+	}
+}
+
+// TestWallClockReadingsNeverGoBackOnNoise raises the offset by less than
+// resyncSkew, as a lucky measurement would, and forces resyncs: the next
+// measurements come out lower by that much, which is noise, so one
+// goroutine's readings must not go back.
+func TestWallClockReadingsNeverGoBackOnNoise(t *testing.T) {
+	t.Parallel()
+	c := newWallClock()
+	c.offset.Add(int64(resyncSkew) * 3 / 4)
+	prev := c.unixNano()
+	for range 200 {
+		c.next.Store(0) // due for a resync
+		got := c.unixNano()
+		if got < prev {
+			t.Fatalf("reading went back by %v after a resync", time.Duration(prev-got))
+		}
+		prev = got
+	}
+}
+
 func TestSubSat(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ a, b, want int64 }{
