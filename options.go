@@ -105,8 +105,9 @@ func WithRingSize(n int) Option {
 
 // WithMaxWait bounds how long one NextID or NextN call may wait, in real
 // elapsed time, for the next tick, for a clock that is behind, or for a
-// lease; a call may overrun it by the runtime timers' lateness (a
-// millisecond or two). A call never sleeps past it knowingly: if the clock
+// lease; a call may overrun it by the timers' lateness: a millisecond or
+// two when the machine is idle, a few more when its CPUs are busy or a
+// virtual machine's are descheduled. A call never sleeps past it knowingly: if the clock
 // says the wait will be longer, it fails at once. Zero means never wait:
 // fail at once. NextN's whole batch shares one MaxWait, so a batch larger
 // than about (MaxWait/Tick)×2^SequenceBits cannot succeed. The default is
