@@ -101,9 +101,9 @@
 // come away empty from the most earlier ticks go first, so callers are
 // served in turn: 32 callers looping on a layout of 2 IDs per tick each
 // wait about 16 ticks, and none runs out of MaxWait while the clock is
-// healthy. A clock that does not show the tick by the end of that yielding
-// (a frozen injected clock) makes the call sleep from then on, so it costs
-// wake-ups, not a busy core. The wait reuses its bookkeeping from tick to
+// healthy. A clock that still does not show the tick when that yielding
+// ends (a frozen injected clock) makes the call's next wait a plain sleep,
+// so it costs wake-ups, not a busy core. The wait reuses its bookkeeping from tick to
 // tick, so it allocates nothing either. A call waiting for a lost lease
 // sleeps until the lease watcher reports a change, or Close is called,
 // rather than polling.

@@ -16,8 +16,8 @@ import (
 type waiter struct {
 	start     time.Time // set at the first sleep; zero if the call never slept
 	rechecked bool      // a step back was seen once and the clock read again
-	lost      int       // tick waits this call joined and got nothing from
-	stalled   bool      // the clock missed a tick it was yielded for: sleep, do not yield, from now on
+	lost      int       // tick waits (led, followed or slept alone) this call got nothing from
+	stalled   bool      // the clock did not show the tick after the last tick wait: sleep, do not yield
 }
 
 // elapsed returns how long the call has waited so far.
@@ -183,6 +183,9 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 	} else {
 		r = new(round)
 	}
+	if w.stalled {
+		d = max(d, early) // sleepUntil's plain sleep, so followers judge their deadline by it
+	}
 	r.tick, r.wakeAt, r.want, r.done, r.n = tick, time.Now().Add(d), len(dst), nil, 0
 	r.joiners = append(r.joiners[:0], joiner{want: len(dst), lost: lost})
 	r.users.Store(1)
@@ -191,7 +194,7 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 	tw.mu.Unlock()
 
 	reached, err := g.sleepUntil(ctx, tick, d, !w.stalled)
-	w.stalled = w.stalled || !reached
+	w.stalled = !reached
 
 	tw.mu.Lock()
 	tw.cur = nil // no one joins from here on, so want, done and joiners are final
@@ -278,13 +281,20 @@ const early = 100 * time.Microsecond
 // sleepUntil is the leader's wait for tick, d away by the clock: a
 // precise sleep to just before it, then yielding the processor until the
 // clock shows the tick, for at most 2×early past d in real time. It
-// reports false if the clock did not show the tick by then, as an injected
-// clock that does not move would not; the caller then passes yield false
-// for the rest of its call, and the wait is a plain sleep of at least
-// early, so that such a clock costs wake-ups, not a spinning core.
+// reports whether the clock shows the tick when it returns. If not (an
+// injected clock that does not move, say), the caller passes yield false
+// for its next tick wait, which is then a plain sleep of at least early,
+// so that such a clock costs wake-ups, not a busy core; a wait after which
+// the clock does show the tick lets the caller yield again.
 func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration, yield bool) (bool, error) {
-	if d > preciseUpTo || !yield {
-		return true, sleep(ctx, max(d, early))
+	if d > preciseUpTo {
+		return true, sleep(ctx, d)
+	}
+	if !yield {
+		if err := sleep(ctx, max(d, early)); err != nil {
+			return true, err
+		}
+		return g.showsTick(tick), nil
 	}
 	start := time.Now()
 	if d > early {
@@ -294,13 +304,22 @@ func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration,
 		if err := ctx.Err(); err != nil {
 			return true, err
 		}
-		_, off := g.read()
-		if t, ok := g.layout.ticksAt(off, g.maxTicks, g.recip); !ok || t >= tick {
+		if g.showsTick(tick) {
 			return true, nil
 		}
 		runtime.Gosched()
 	}
-	return false, ctx.Err()
+	// Read once more: a wake-up late enough to end the window may well
+	// have come after the tick.
+	return g.showsTick(tick), ctx.Err()
+}
+
+// showsTick reports whether the clock has reached tick, or left the
+// layout's range, which the caller's next step reports.
+func (g *Generator) showsTick(tick int64) bool {
+	_, off := g.read()
+	t, ok := g.layout.ticksAt(off, g.maxTicks, g.recip)
+	return !ok || t >= tick
 }
 
 // claimRound claims up to want IDs for a round, with one CAS per tick the
