@@ -43,37 +43,47 @@ func TestRoundTakeHandsOutDisjointShares(t *testing.T) {
 func TestWaitersAreServedFirst(t *testing.T) {
 	g, err := New(WithMaxWait(500 * time.Millisecond))
 	require.NoError(t, err)
-	const goroutines = 256
+	ids, failed := loopCallers(t, g, 256, 500*time.Millisecond)
+	assert.Zero(t, failed, "calls that ran out of MaxWait under a healthy clock")
+	assert.NotEmpty(t, slices.Concat(ids...))
+}
+
+// loopCallers runs n goroutines calling g.NextID in a loop for d and
+// returns the IDs each got and the number of calls that failed, which must
+// have failed with ErrSequenceExhausted. It fails the test if an ID was
+// issued twice.
+func loopCallers(t *testing.T, g *Generator, n int, d time.Duration) (ids [][]ID, failed int64) {
+	t.Helper()
 	var (
-		stop   atomic.Bool
-		wg     sync.WaitGroup
-		failed atomic.Int64
-		ids    = make([][]ID, goroutines)
+		stop  atomic.Bool
+		wg    sync.WaitGroup
+		fails atomic.Int64
 	)
-	for i := range goroutines {
+	ids = make([][]ID, n)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
 				id, err := g.NextID()
 				if err != nil {
-					failed.Add(1)
+					assert.ErrorIs(t, err, ErrSequenceExhausted)
+					fails.Add(1)
 					continue
 				}
 				ids[i] = append(ids[i], id)
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
-	assert.Zero(t, failed.Load(), "calls that ran out of MaxWait under a healthy clock")
 	all := slices.Concat(ids...)
 	slices.Sort(all)
 	for i := 1; i < len(all); i++ {
 		require.NotEqual(t, all[i-1], all[i], "ID issued twice")
 	}
-	assert.NotEmpty(t, all)
+	return ids, fails.Load()
 }
 
 // TestRoundShareServesLongestWaitingFirst checks share: with enough IDs
@@ -109,39 +119,10 @@ func TestOverloadIsServedInTurn(t *testing.T) {
 	l := Layout{TimeBits: 57, MachineBits: 5, SequenceBits: 1, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
 	g, err := New(WithLayout(l), WithMaxWait(100*time.Millisecond))
 	require.NoError(t, err)
-	const goroutines = 32
-	var (
-		stop   atomic.Bool
-		wg     sync.WaitGroup
-		failed atomic.Int64
-		ids    = make([][]ID, goroutines)
-	)
-	for i := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				id, err := g.NextID()
-				if err != nil {
-					assert.ErrorIs(t, err, ErrSequenceExhausted)
-					failed.Add(1)
-					continue
-				}
-				ids[i] = append(ids[i], id)
-			}
-		}()
-	}
-	time.Sleep(time.Second)
-	stop.Store(true)
-	wg.Wait()
-	assert.Zero(t, failed.Load(), "calls that ran out of MaxWait while waiting their turn")
+	ids, failed := loopCallers(t, g, 32, time.Second)
+	assert.Zero(t, failed, "calls that ran out of MaxWait while waiting their turn")
 	for i, got := range ids {
 		assert.NotEmpty(t, got, "goroutine %d was never served", i)
-	}
-	all := slices.Concat(ids...)
-	slices.Sort(all)
-	for i := 1; i < len(all); i++ {
-		require.NotEqual(t, all[i-1], all[i], "ID issued twice")
 	}
 }
 
