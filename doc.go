@@ -104,7 +104,9 @@
 // healthy. A clock that still does not show the tick when that yielding
 // ends (a frozen injected clock) makes the call's next wait a plain sleep,
 // so it costs wake-ups, not a busy core. The wait reuses its bookkeeping from tick to
-// tick, so it allocates nothing either. A call waiting for a lost lease
+// tick, so it allocates nothing either (beyond the timer the Go runtime
+// gives a goroutine the first time it sleeps: once per goroutine, not per
+// ID). A call waiting for a lost lease
 // sleeps until the lease watcher reports a change, or Close is called,
 // rather than polling.
 // [Generator.NextIDContext] and [Generator.NextNContext] also return when

@@ -69,6 +69,9 @@ func allocs(peers []*peer, sum *summary) {
 	w.Flush()
 }
 
+// warmUp is the window of each generator's unmeasured first run at each G.
+const warmUp = 20 * time.Millisecond
+
 func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summary) {
 	rec := newRecorder(o.bufIDs)
 	scratch := make([]int64, o.bufIDs)
@@ -77,6 +80,17 @@ func saturation(o options, peers []*peer, dups map[*peer]*dupResult, sum *summar
 		g int
 	}
 	res := map[key][]satResult{}
+	// A short unmeasured run of each generator at each G first, so that
+	// one-time costs (a runtime's first sudogs for many parked goroutines,
+	// a generator's wait structures growing to G) do not count as
+	// allocations per ID in a short round. Its IDs are still checked.
+	for _, g := range o.gs {
+		progress("saturation: warm-up, G=%d ...", g)
+		for _, p := range peers {
+			_, unrecorded := saturate(p, g, warmUp, rec)
+			dups[p].check(rec.ids(), unrecorded, p, time.Now(), &scratch)
+		}
+	}
 	for round := range o.rounds {
 		for _, g := range o.gs {
 			progress("saturation: round %d/%d, G=%d ...", round+1, o.rounds, g)

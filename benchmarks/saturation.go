@@ -78,6 +78,10 @@ func saturate(p *peer, g int, window time.Duration, rec *recorder) (satResult, i
 		go func(w *worker) {
 			defer done.Done()
 			t := tape{r: rec}
+			// The runtime gives a goroutine its sleep timer at its first
+			// time.Sleep, one allocation per goroutine, not per ID;
+			// workers are new goroutines each run, so sleep once here.
+			time.Sleep(time.Nanosecond)
 			ready.Done()
 			<-start
 			for !stop.Load() {
