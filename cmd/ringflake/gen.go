@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 // genFlags holds the parsed flags of "ringflake gen".
@@ -52,8 +53,11 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		clock = func() time.Time { return time.Now().Add(off) }
 		opts = append(opts, ringflake.WithClock(clock))
 	}
+	var svc machineid.Service
 	if f.redis.addr != "" {
-		svc, done, err := f.redis.service(ringflake.DefaultLayout().MaxMachine(), clock)
+		var done func()
+		var err error
+		svc, done, err = f.redis.service(ringflake.DefaultLayout().MaxMachine(), clock)
 		if err != nil {
 			return err
 		}
@@ -72,9 +76,33 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		return usageError("gen: %v", err)
 	}
 	defer g.Close() // releases a Redis lease
+	noteMarkWait(svc, clock, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return writeIDs(ctx, g, f.n, stdout)
+}
+
+// markWaitNote is the shortest wait for an inherited mark that gen
+// explains on stderr before it starts, so that a pause of up to a TTL
+// (typically right after Redis started) is not silent.
+const markWaitNote = time.Second
+
+// noteMarkWait writes one line to stderr if svc's lease makes the
+// generator wait at least markWaitNote for its clock to pass the mark the
+// ID's previous holder (or a restarted Redis) may have issued up to.
+func noteMarkWait(svc machineid.Service, clock func() time.Time, stderr io.Writer) {
+	ls, ok := svc.(interface{ Lease() machineid.Lease })
+	if !ok {
+		return
+	}
+	l := ls.Lease()
+	if clock == nil {
+		clock = time.Now
+	}
+	if wait := l.After.Sub(clock()); l.Valid && wait >= markWaitNote {
+		fmt.Fprintf(stderr, "ringflake: gen: machine ID %d may have been used up to %v from now (by its previous holder, or before Redis restarted); waiting for the clock to pass that\n",
+			l.ID, wait.Round(time.Millisecond))
+	}
 }
 
 // writeIDs prints n IDs from g, one decimal per line, until ctx is done.

@@ -135,7 +135,11 @@ func TestCLIProcessesKilledAndRestartedShareOneRedis(t *testing.T) {
 			outcomes["killed"]++
 		case p.code == 0:
 			outcomes["finished"]++
-			assert.Empty(t, p.stderr, "a process that finished should print nothing on stderr")
+			for _, line := range strings.Split(strings.TrimSuffix(p.stderr, "\n"), "\n") {
+				if line != "" {
+					assert.Contains(t, line, "waiting for the clock to pass", "a process that finished should print nothing on stderr but a note of its wait")
+				}
+			}
 		default:
 			msg := strings.TrimSuffix(p.stderr, "\n")
 			outcomes[reason(msg)]++
@@ -196,4 +200,21 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 			assert.Contains(t, p.stderr, tt.msg)
 		})
 	}
+}
+
+// TestCLIExplainsAWaitForTheMark checks that gen says why it pauses when a
+// fresh Redis makes it wait out the restart floor (up to a TTL), and then
+// prints its IDs.
+func TestCLIExplainsAWaitForTheMark(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	srv := redistest.Start(t)
+	start := time.Now()
+	p, err := runCLI(context.Background(), bin, []string{"gen", "--redis", srv.Addr, "--lease-ttl", "1500ms", "-n", "2"}, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 0, p.code, "exit status; stderr %q", p.stderr)
+	assert.Len(t, p.ids, 2, "gen should print its IDs once the wait is over")
+	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
+	assert.Regexp(t, `^ringflake: gen: machine ID 0 may have been used up to 1\.\d+s from now .*waiting for the clock to pass that\n$`, p.stderr)
+	assert.GreaterOrEqual(t, time.Since(start), time.Second, "a fresh Redis should have made gen wait out most of the TTL")
 }
