@@ -70,8 +70,15 @@ func (c *wallClock) resync(m int64) {
 		c.next.CompareAndSwap(m+int64(wallResync), mono) // let the next caller try again
 		return
 	}
-	if off := now.UnixNano() - mono; acceptOffset(c.offset.Load(), off) {
-		c.offset.Store(off)
+	// A CAS, not a load and a store: two resyncs may overlap (one
+	// descheduled for a whole wallResync), and the later-stored offset
+	// must still be one that acceptOffset let replace the one before it.
+	off := now.UnixNano() - mono
+	for {
+		old := c.offset.Load()
+		if !acceptOffset(old, off) || c.offset.CompareAndSwap(old, off) {
+			return
+		}
 	}
 }
 

@@ -110,8 +110,10 @@ func (g *Generator) fixed(machine int64) *machineState {
 // behind, or for a lease to be confirmed. It returns a [*ClockError]
 // wrapping [ErrClockBeforeEpoch], [ErrTimeOverflow], [ErrClockBehind],
 // [ErrSequenceExhausted] or [ErrLeaseLost], or [ErrClosed]. NextID is safe
-// for concurrent use. It allocates nothing, waits included; only a failure
-// allocates, for its error.
+// for concurrent use. It allocates nothing, waits for the clock included;
+// only a failure allocates, for its error, and so may a wait for a lease
+// (its timer), which happens only while a lease is lost or not yet
+// confirmed far enough ahead.
 func (g *Generator) NextID() (ID, error) {
 	if id, ok := g.fast(); ok {
 		return id, nil

@@ -192,7 +192,21 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 	r.gate.Lock()
 	tw.cur = r
 	tw.mu.Unlock()
+	return tw.lead(ctx, g, w, r, tick, d, dst)
+}
 
+// lead is the leader's part of round r, from its sleep to its own share.
+// Between the gate's Lock and Unlock it calls the injected clock; should
+// that panic (or call runtime.Goexit), the deferred abandon still lets the
+// followers go, with nothing claimed for them, and the panic goes on to
+// the leader's caller.
+func (tw *tickWait) lead(ctx context.Context, g *Generator, w *waiter, r *round, tick int64, d time.Duration, dst []ID) (int, error) {
+	open := true // the gate is still held
+	defer func() {
+		if open {
+			tw.abandon(r)
+		}
+	}()
 	reached, err := g.sleepUntil(ctx, tick, d, !w.stalled)
 	w.stalled = !reached
 
@@ -207,6 +221,7 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 	if done != nil {
 		close(done)
 	}
+	open = false
 	r.gate.Unlock()
 	n := 0
 	if err == nil {
@@ -214,6 +229,26 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 	}
 	tw.release(r)
 	return n, err
+}
+
+// abandon ends round r whose leader did not finish it: no one joins any
+// more, and the followers are let go with an empty share, since the
+// offsets may not have been written (an unwritten offset is 0 for every
+// follower, which would hand them all the same IDs). The IDs the leader
+// may already have claimed are dropped: space, not uniqueness.
+func (tw *tickWait) abandon(r *round) {
+	tw.mu.Lock()
+	if tw.cur == r {
+		tw.cur = nil
+	}
+	done := r.done
+	tw.mu.Unlock()
+	r.n = 0
+	if done != nil {
+		close(done)
+	}
+	r.gate.Unlock()
+	tw.release(r)
 }
 
 // share sets each joiner's offset into the have IDs claimed for want. With
@@ -297,6 +332,9 @@ func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration,
 		return g.showsTick(tick), nil
 	}
 	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
 	if d > early {
 		preciseSleep(d - early)
 	}

@@ -1,6 +1,7 @@
 package ringflake
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"slices"
@@ -268,4 +269,133 @@ func TestTickWaitOnHealthyClockShowsTheTick(t *testing.T) {
 		}
 	}
 	assert.Zero(t, misses, "waits for the next tick that reported it not reached, on the default clock")
+}
+
+// An injected clock that panics while a round's leader holds the gate
+// must not strand the followers: the leader's caller gets the panic, each
+// follower still returns within MaxWait, and later callers can lead rounds
+// again. With 20 ms ticks the leader's sleep is a plain one, so its first
+// clock read after the follower joined is its claim's; the clock panics on
+// that read, so the test does not depend on timing. TestAbandon covers a
+// panic earlier in the leader's sleep.
+func TestLeaderPanicLetsFollowersGo(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		moved bool // the clock reaches the tick the round waits for
+	}{
+		{"frozen clock", false},
+		{"moved clock", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := Layout{TimeBits: 55, MachineBits: 7, SequenceBits: 1, Epoch: time.Unix(0, 0), Tick: 20 * time.Millisecond}
+			var now atomic.Int64
+			now.Store(int64(1000 * l.Tick))
+			var fuse atomic.Bool // the clock panics on the first read once set
+			g, err := New(WithLayout(l), WithMaxWait(300*time.Millisecond), WithClock(func() time.Time {
+				if fuse.CompareAndSwap(true, false) {
+					panic("clock failed")
+				}
+				return time.Unix(0, now.Load())
+			}))
+			require.NoError(t, err)
+			for range 2 { // the tick's two IDs
+				_, err := g.NextID()
+				require.NoError(t, err)
+			}
+			leader := make(chan any, 1)
+			go func() {
+				defer func() { leader <- recover() }()
+				_, _ = g.NextID() // leads the round for the next tick
+			}()
+			require.Eventually(t, func() bool { return roundUsers(g) == 1 }, time.Second, 100*time.Microsecond, "the leader should start a round")
+			follower := make(chan error, 1)
+			go func() {
+				_, err := g.NextID()
+				follower <- err
+			}()
+			require.Eventually(t, func() bool { return roundUsers(g) == 2 }, time.Second, 100*time.Microsecond, "the follower should join the round")
+			if tt.moved {
+				now.Add(int64(l.Tick))
+			}
+			fuse.Store(true)
+
+			select {
+			case v := <-leader:
+				assert.Equal(t, "clock failed", v, "the leader's caller gets the clock's panic")
+			case <-time.After(5 * time.Second):
+				t.Fatal("the leader never read the clock again")
+			}
+			select {
+			case err := <-follower:
+				if !tt.moved {
+					assert.ErrorIs(t, err, ErrSequenceExhausted, "the clock stays frozen, so the follower runs out of MaxWait")
+				} else {
+					assert.NoError(t, err, "the follower gets an ID of the tick the clock reached")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the follower is still waiting 5 s after the leader's panic, with MaxWait 300ms")
+			}
+			now.Add(int64(l.Tick))
+			_, err = g.NextID()
+			assert.NoError(t, err, "the generator serves again once the clock moves")
+		})
+	}
+}
+
+// roundUsers returns how many callers share the round being slept, or 0.
+func roundUsers(g *Generator) int32 {
+	g.ticks.mu.Lock()
+	defer g.ticks.mu.Unlock()
+	if g.ticks.cur == nil {
+		return 0
+	}
+	return g.ticks.cur.users.Load()
+}
+
+// TestAbandon ends a round whose leader stopped in its sleep, with claims
+// already in its ranges and no offsets written: both kinds of follower
+// (one waiting on the gate, one whose context can be done) return at once
+// with nothing, rather than all take the same IDs from offset 0, and the
+// round is no longer open to join.
+func TestAbandon(t *testing.T) {
+	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Minute))
+	require.NoError(t, err)
+	tw := &g.ticks
+	r := new(round)
+	r.tick, r.wakeAt = 7, time.Now()
+	r.joiners = append(r.joiners, joiner{want: 1})
+	r.ranges[0] = claimRange{tick: 7, seq: 0, count: 4}
+	r.n = 1
+	r.users.Store(1)
+	r.gate.Lock()
+	tw.cur = r
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		n   int
+		err error
+	}
+	results := make(chan result, 2)
+	for _, c := range []context.Context{context.Background(), ctx} {
+		go func() {
+			w := waiter{start: time.Now()}
+			n, err := tw.wait(c, g, &w, 7, time.Hour, make([]ID, 1))
+			results <- result{n, err}
+		}()
+	}
+	require.Eventually(t, func() bool { return r.users.Load() == 3 }, 5*time.Second, 100*time.Microsecond, "both followers should join")
+	tw.abandon(r)
+	for range 2 {
+		select {
+		case res := <-results:
+			assert.Equal(t, result{0, nil}, res, "a follower of an abandoned round gets nothing, and no error")
+		case <-time.After(5 * time.Second):
+			t.Fatal("a follower is still waiting after the round was abandoned")
+		}
+	}
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	assert.Nil(t, tw.cur, "no one may join an abandoned round")
+	assert.Same(t, r, tw.free, "the round is reused once its followers are done")
 }
