@@ -50,10 +50,10 @@ var idParsers = map[string]func(string) (ringflake.ID, error){
 	"base58":  ringflake.ParseBase58,
 }
 
-// parseAnyID reads an ID in any of its text forms: decimal if it is all
-// digits, Base32 if it has 13 characters, Base58 otherwise. A Base58 ID made
-// only of digits, or a Base32 ID with no letter, reads as decimal; --format
-// settles those.
+// parseAnyID reads an ID in the forms that cannot be mistaken: decimal if
+// it is all digits, Base32 if it has 13 characters. Base58 needs --format
+// base58: almost any short word is valid Base58, so in auto mode a typo
+// would decode to some ID instead of failing.
 func parseAnyID(s string) (ringflake.ID, error) {
 	switch {
 	case isDecimal(s):
@@ -61,7 +61,7 @@ func parseAnyID(s string) (ringflake.ID, error) {
 	case len(s) == ringflake.Base32Len:
 		return ringflake.ParseBase32(s)
 	}
-	return ringflake.ParseBase58(s)
+	return 0, fmt.Errorf("%q is neither decimal nor 13-character base32; for a base58 ID give --format base58", s)
 }
 
 func isDecimal(s string) bool {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,6 +80,9 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	noteMarkWait(svc, clock, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A write to a closed pipe then fails with EPIPE instead of killing
+	// the process, which would leave its lease held until the TTL.
+	signal.Ignore(syscall.SIGPIPE)
 	return writeIDs(ctx, g, f.n, stdout)
 }
 
@@ -105,21 +109,43 @@ func noteMarkWait(svc machineid.Service, clock func() time.Time, stderr io.Write
 	}
 }
 
-// writeIDs prints n IDs from g, one decimal per line, until ctx is done.
+// writeIDs prints n IDs from g, one decimal per line, until ctx is done or
+// stdout fails. A reader that went away (gen | head) ends the run quietly,
+// with errClosedPipe, so that the caller still releases its lease.
 func writeIDs(ctx context.Context, g *ringflake.Generator, n int64, stdout io.Writer) error {
 	w := bufio.NewWriter(stdout)
-	var buf [20]byte
+	var buf [21]byte
 	for i := int64(0); i < n; i++ {
 		id, err := g.NextIDContext(ctx)
 		if err != nil {
-			w.Flush()
+			if ferr := w.Flush(); ferr != nil {
+				return writeError(ferr)
+			}
 			if ctx.Err() != nil {
 				return fmt.Errorf("gen: interrupted after %d IDs", i)
 			}
 			return fmt.Errorf("gen: after %d IDs: %w", i, err)
 		}
-		w.Write(strconv.AppendInt(buf[:0], int64(id), 10))
-		w.WriteByte('\n')
+		line := append(strconv.AppendInt(buf[:0], int64(id), 10), '\n')
+		if _, err := w.Write(line); err != nil {
+			return writeError(err)
+		}
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return writeError(err)
+	}
+	return nil
+}
+
+// errClosedPipe ends gen when nobody reads its output any more; the
+// process exits with status 141, as if killed by SIGPIPE, and says
+// nothing.
+var errClosedPipe = errors.New("stdout closed")
+
+// writeError turns a failed write to stdout into the error gen ends with.
+func writeError(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return errClosedPipe
+	}
+	return fmt.Errorf("gen: writing IDs: %w", err)
 }

@@ -34,7 +34,7 @@ commands:
                               take the machine ID from Redis instead
       [--clock-offset D]      shift the clock (testing and demos)
   decode ID...                print the time, machine and sequence of each ID
-                              (decimal, Base32 or Base58)
+                              (decimal or Base32; Base58 with --format base58)
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
                               step a clock back and compare ringflake with a
                               strict Snowflake under the same load
@@ -66,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errHelp):
 		return 0
+	case errors.Is(err, errClosedPipe):
+		return 141
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "ringflake: %v\n", unwrapUsage(err))
 		return 2

@@ -32,6 +32,16 @@ func (r *redisFlags) register(fs *flag.FlagSet) {
 
 // check rejects Redis flags given without --redis, and bad values.
 func (r *redisFlags) check(set map[string]bool) error {
+	if set["redis"] {
+		// An empty address would fall back to machine ID 0 (a script with
+		// an unset variable), and an empty item to go-redis's default
+		// address: either way not the server the user meant.
+		for _, a := range strings.Split(r.addr, ",") {
+			if strings.TrimSpace(a) == "" {
+				return usageError("gen: --redis = %q; want host:port, or several comma-separated for a Cluster", r.addr)
+			}
+		}
+	}
 	if r.addr == "" {
 		for _, name := range []string{"redis-prefix", "redis-mode", "machine-range", "lease-ttl"} {
 			if set[name] {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -217,4 +218,39 @@ func TestCLIExplainsAWaitForTheMark(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
 	assert.Regexp(t, `^ringflake: gen: machine ID 0 may have been used up to 1\.\d+s from now .*waiting for the clock to pass that\n$`, p.stderr)
 	assert.GreaterOrEqual(t, time.Since(start), time.Second, "a fresh Redis should have made gen wait out most of the TTL")
+}
+
+// TestCLIClosedPipeReleasesLease runs gen into a reader that stops after
+// one line (gen | head -1): gen must end quietly with status 141 and
+// release its lease, so that the next process gets the same ID at once
+// rather than fail while a leaked lease lives out its TTL. The server is
+// up for a TTL first, so that no restart floor delays either process.
+func TestCLIClosedPipeReleasesLease(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	srv := redistest.Start(t)
+	srv.WaitUptime(3 * time.Second)
+	args := []string{"gen", "--redis", srv.Addr, "--machine-range", "5-5", "--lease-ttl", "3s"}
+	cmd := exec.Command(bin, append(args, "-n", "100000000")...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "gen should print an ID")
+	require.NoError(t, out.Close())
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "gen should fail once nobody reads its output")
+	assert.Equal(t, 141, ee.ExitCode(), "exit status after a closed pipe; a negative one means killed by SIGPIPE, lease held")
+	assert.Empty(t, stderr.String(), "a closed pipe is a normal end: nothing on stderr")
+
+	p, err := runCLI(context.Background(), bin, append(args, "-n", "1"), 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 0, p.code, "the next process should get ID 5 at once; stderr %q", p.stderr)
+	require.Len(t, p.ids, 1)
+	first, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	require.NoError(t, err)
+	assert.Greater(t, p.ids[0], first, "the next holder's ID comes after the last one printed")
 }
