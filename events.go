@@ -120,10 +120,14 @@ func (g *Generator) emit(e Event) {
 }
 
 // SlogEvents returns a func for [WithEvents] that logs each event to
-// logger: step backs, long waits and lost leases at Warn, regained leases at
-// Info.
+// logger, or to [slog.Default] at the time of the event if logger is nil:
+// step backs, long waits and lost leases at Warn, regained leases at Info.
 func SlogEvents(logger *slog.Logger) func(Event) {
 	return func(e Event) {
+		logger := logger
+		if logger == nil {
+			logger = slog.Default()
+		}
 		level := slog.LevelWarn
 		if e.Kind == EventLeaseRegained {
 			level = slog.LevelInfo

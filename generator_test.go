@@ -310,6 +310,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"bits not 63", []ringflake.Option{ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 11, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "41+10+11 = 62; want a sum of 63"},
 		{"zero tick", []ringflake.Option{ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: tiny.Epoch})}, "Layout.Tick = 0s; valid range at least 1ns"},
 		{"zero epoch", []ringflake.Option{ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Tick: time.Millisecond})}, "Layout.Epoch = 0001-01-01T00:00:00Z"},
+		{"zero acquire timeout", []ringflake.Option{ringflake.WithAcquireTimeout(0)}, "acquire timeout = 0s; valid range more than 0"},
+		{"negative acquire timeout", []ringflake.Option{ringflake.WithAcquireTimeout(-time.Second)}, "acquire timeout = -1s"},
 		{"machine bits too few", []ringflake.Option{ringflake.WithLayout(tiny), ringflake.WithMachineID(32)}, "machine ID = 32; valid range 0..31"},
 	}
 	for _, tt := range tests {

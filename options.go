@@ -133,7 +133,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: both WithMachineID and WithMachineIDService given; choose one", ErrInvalidConfig)
 	case c.service == nil && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):
 		return configErr("machine ID", c.machineID, fmt.Sprintf("0..%d", c.layout.MaxMachine()))
-	case c.service != nil && c.acquireTimeout <= 0:
+	case c.acquireTimeout <= 0:
 		return configErr("acquire timeout", c.acquireTimeout, "more than 0")
 	case c.eventsSet && c.events == nil:
 		return configErr("events func", "nil", "a non-nil func")

@@ -91,6 +91,24 @@ func TestEventsAreRateLimitedAndLogged(t *testing.T) {
 	assert.Contains(t, buf.String(), `level=WARN msg="ringflake: step_back" by=50ms machine=3 suppressed=4`)
 }
 
+// SlogEvents(nil) logs to slog.Default rather than panic inside NextID.
+// Not parallel: it replaces the default logger.
+func TestSlogEventsNilLogger(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	clock := fakeclock.New(at(200, 0))
+	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithEvents(ringflake.SlogEvents(nil)))
+	require.NoError(t, err)
+	_, err = g.NextID()
+	require.NoError(t, err)
+	clock.Set(at(150, 0)) // a step back, inside the ring
+	_, err = g.NextID()
+	require.NoError(t, err, "the ring serves the step back")
+	assert.Contains(t, buf.String(), `msg="ringflake: step_back"`, "the event goes to the default logger")
+}
+
 func TestNextN(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.NewTicker(at(9, 0), 50*time.Microsecond)

@@ -39,11 +39,13 @@ func Static(id, max int64) Service {
 	}}
 }
 
-// Env returns a Service that reads the machine ID, a decimal integer, from
-// the environment variable name each time MachineID is called. MachineID
-// returns an error wrapping [ErrNotFound] if the variable is unset, empty
-// or not an integer, and one wrapping [ErrOutOfRange] if the value is
-// outside 0..max. It is safe for concurrent use.
+// Env returns a Service that reads the machine ID, a decimal integer with
+// no plus sign, from the environment variable name each time MachineID is
+// called; white space around it (a trailing newline from a file) is
+// ignored. MachineID returns an error wrapping [ErrNotFound] if the
+// variable is unset, empty or not such an integer, and one wrapping
+// [ErrOutOfRange] if the value is outside 0..max. It is safe for
+// concurrent use.
 func Env(name string, max int64) Service {
 	source := "env " + name
 	return provider{source: source, max: max, get: func(context.Context) (int64, error) {
@@ -53,7 +55,7 @@ func Env(name string, max int64) Service {
 			return 0, fmt.Errorf("%w: %s is not set", ErrNotFound, name)
 		}
 		id, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
+		if err != nil || s[0] == '+' {
 			return 0, fmt.Errorf("%w: %s = %q is not a decimal integer", ErrNotFound, name, s)
 		}
 		return id, nil

@@ -17,6 +17,8 @@ func TestProviders(t *testing.T) {
 	t.Setenv("RF_TEST_NEG", "-1")
 	t.Setenv("RF_TEST_WORD", "seven")
 	t.Setenv("RF_TEST_EMPTY", " ")
+	t.Setenv("RF_TEST_PADDED", " 12\n")
+	t.Setenv("RF_TEST_PLUS", "+5")
 	boom := errors.New("boom")
 	tests := []struct {
 		name    string
@@ -36,6 +38,8 @@ func TestProviders(t *testing.T) {
 		{name: "env negative", svc: machineid.Env("RF_TEST_NEG", 1023), wantErr: machineid.ErrOutOfRange},
 		{name: "env unset", svc: machineid.Env("RF_TEST_UNSET_XYZ", 1023), wantErr: machineid.ErrNotFound, msg: "RF_TEST_UNSET_XYZ is not set"},
 		{name: "env blank", svc: machineid.Env("RF_TEST_EMPTY", 1023), wantErr: machineid.ErrNotFound},
+		{name: "env padded", svc: machineid.Env("RF_TEST_PADDED", 1023), want: 12},
+		{name: "env plus sign", svc: machineid.Env("RF_TEST_PLUS", 1023), wantErr: machineid.ErrNotFound, msg: `"+5" is not a decimal integer`},
 		{name: "env not a number", svc: machineid.Env("RF_TEST_WORD", 1023), wantErr: machineid.ErrNotFound, msg: `"seven" is not a decimal integer`},
 		{name: "func", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 31, nil }), want: 31},
 		{name: "func above max", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 32, nil }), wantErr: machineid.ErrOutOfRange, msg: "valid range 0..31"},
