@@ -28,9 +28,12 @@ var (
 	ErrClockBehind = errors.New("ringflake: clock is behind and no spare sequence is left")
 
 	// ErrSequenceExhausted means every sequence of the current tick was
-	// used and the clock did not reach the next tick within MaxWait: the
-	// clock is stalled, or a fake clock is frozen.
-	ErrSequenceExhausted = errors.New("ringflake: sequence exhausted and the clock did not advance")
+	// used and MaxWait ran out before the call got an ID of a later tick:
+	// the clock is stalled (a frozen fake clock), MaxWait is shorter than
+	// a tick, or demand stayed above the layout's ceiling for longer than
+	// MaxWait (a [Generator.NextN] batch larger than MaxWait's worth of
+	// ticks, say, which returns the IDs it did get).
+	ErrSequenceExhausted = errors.New("ringflake: sequence exhausted and MaxWait ran out before the next tick")
 
 	// ErrLeaseLost means the generator's machine ID comes from a lease that
 	// it can no longer prove it holds, or that does not yet cover the

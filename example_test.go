@@ -126,7 +126,7 @@ func ExampleWithMaxWait() {
 	// <nil>
 	// <nil>
 	// <nil>
-	// ringflake: sequence exhausted and the clock did not advance: clock 2026-01-01T00:00:00Z, waited 0s
+	// ringflake: sequence exhausted and MaxWait ran out before the next tick: clock 2026-01-01T00:00:00Z, waited 0s
 }
 
 func ExampleGenerator_NextN() {

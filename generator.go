@@ -181,8 +181,9 @@ func (g *Generator) fastClaim(ticks int64, st *machineState) (ID, bool) {
 }
 
 // NextIDContext is NextID with a context: a wait also ends when ctx is
-// done, and then NextIDContext returns ctx.Err(). With a ctx that can be
-// done, a wait may allocate (a timer, or a channel to select on).
+// done, and then NextIDContext returns ctx.Err(); otherwise it returns the
+// errors NextID does. With a ctx that can be done, a wait may allocate (a
+// timer, or a channel to select on). It is safe for concurrent use.
 func (g *Generator) NextIDContext(ctx context.Context) (ID, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -196,12 +197,17 @@ func (g *Generator) NextIDContext(ctx context.Context) (ID, error) {
 // unless it fails. IDs of one tick are claimed with one CAS, so a batch costs
 // little more than a single ID. It keeps every guarantee of NextID, and
 // MaxWait bounds the whole call's waiting. On failure it returns the IDs
-// issued so far (dst[:n]) and the error NextID would have returned.
+// issued so far (dst[:n]) and the error NextID would have returned; a
+// batch larger than MaxWait's worth of ticks ends with
+// [ErrSequenceExhausted]. NextN is safe for concurrent use; concurrent
+// batches interleave, and each holds only distinct IDs.
 func (g *Generator) NextN(dst []ID) (int, error) {
 	return g.fill(context.Background(), dst)
 }
 
-// NextNContext is NextN with a context, as NextIDContext is to NextID.
+// NextNContext is NextN with a context, as NextIDContext is to NextID: a
+// wait also ends when ctx is done, and it then returns the IDs issued so
+// far and ctx.Err(). It is safe for concurrent use.
 func (g *Generator) NextNContext(ctx context.Context, dst []ID) (int, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -224,7 +230,8 @@ func (g *Generator) MachineID() int64 {
 	return st.machine
 }
 
-// Layout returns the generator's layout, for decoding its IDs.
+// Layout returns the generator's layout, for decoding its IDs. It is safe
+// for concurrent use.
 func (g *Generator) Layout() Layout {
 	if g == nil {
 		return Layout{}

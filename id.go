@@ -21,7 +21,9 @@ import "strconv"
 // ID implements [encoding.TextMarshaler], [encoding.TextAppender],
 // [encoding/json.Marshaler] (as a JSON string, which JavaScript cannot
 // round), [database/sql.Scanner] and [database/sql/driver.Valuer]; [NullID]
-// is the nullable form.
+// is the nullable form. Its methods are safe for concurrent use, except
+// the ones that write to the ID (Scan and the Unmarshal methods), which
+// are as safe as any other write to a variable.
 type ID int64
 
 // Int64 returns id as an int64.

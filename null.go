@@ -15,7 +15,8 @@ var (
 
 // NullID is an ID that may be null, for nullable database columns and
 // optional JSON fields, in the manner of [sql.NullInt64]. Valid is false
-// for NULL; ID is then 0. The zero NullID is null.
+// for NULL; ID is then 0. The zero NullID is null. Like [ID], its methods
+// that do not write to it are safe for concurrent use.
 type NullID struct {
 	ID    ID
 	Valid bool // Valid is true if ID is not NULL
@@ -38,7 +39,8 @@ func (n *NullID) Scan(src any) error {
 }
 
 // Value returns nil (NULL) if n is not valid, and [ID.Value] otherwise; it
-// implements [driver.Valuer].
+// implements [driver.Valuer]. It returns [ErrIDNegative] for a valid n
+// holding a negative ID (wrapped), as ID.Value does, and no other error.
 func (n NullID) Value() (driver.Value, error) {
 	if !n.Valid {
 		return nil, nil
@@ -47,7 +49,7 @@ func (n NullID) Value() (driver.Value, error) {
 }
 
 // MarshalJSON writes null if n is not valid, and [ID.MarshalJSON]
-// otherwise.
+// otherwise; it returns ID.MarshalJSON's error.
 func (n NullID) MarshalJSON() ([]byte, error) {
 	if !n.Valid {
 		return []byte("null"), nil
