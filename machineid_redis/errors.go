@@ -25,7 +25,9 @@ var (
 	ErrBadMapping = errors.New("machineid_redis: host mapping holds an unusable machine ID")
 
 	// ErrTimeout means a Redis call did not answer within the call
-	// timeout (or the caller's context ended first).
+	// timeout (or the caller's context ended first), or the client's own
+	// dial or read timeout ran out first (a server that accepts
+	// connections but does not answer).
 	ErrTimeout = errors.New("machineid_redis: redis call timed out")
 
 	// ErrClosed means [Service.Close] was called.

@@ -31,8 +31,10 @@ type config struct {
 	min, max    int64
 	rangeSet    bool
 	ttl         time.Duration
-	margin      time.Duration // 0 means ttl/5
-	callTimeout time.Duration // 0 means min(ttl/3, 2s)
+	margin      time.Duration // ttl/5 unless set
+	marginSet   bool
+	callTimeout time.Duration // min(ttl/3, 2s) unless set
+	timeoutSet  bool
 	clock       func() time.Time
 	host        string
 }
@@ -70,7 +72,7 @@ func WithTTL(d time.Duration) Option {
 // local and the server's clock rates and a watcher's scheduling delay. It
 // must be at least 0 and below TTL/2; the default is TTL/5.
 func WithSafetyMargin(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.margin = d })
+	return optionFunc(func(c *config) { c.margin, c.marginSet = d, true })
 }
 
 // WithCallTimeout bounds each Redis call, whatever the client's own
@@ -78,7 +80,7 @@ func WithSafetyMargin(d time.Duration) Option {
 // ContextTimeoutEnabled, so the service stops waiting itself. It must be
 // positive and at most the TTL; the default is min(TTL/3, 2s).
 func WithCallTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.callTimeout = d })
+	return optionFunc(func(c *config) { c.callTimeout, c.timeoutSet = d, true })
 }
 
 // WithClock sets the clock the high-water marks are read from. Give it the
@@ -96,10 +98,10 @@ func WithHost(h string) Option {
 }
 
 func (c *config) validate(client redis.UniversalClient) error {
-	if c.margin == 0 {
+	if !c.marginSet {
 		c.margin = c.ttl / 5
 	}
-	if c.callTimeout == 0 {
+	if !c.timeoutSet {
 		c.callTimeout = min(c.ttl/3, 2*time.Second)
 	}
 	switch {

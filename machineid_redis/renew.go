@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -212,6 +213,11 @@ func (s *Service) eval(ctx context.Context, timeout time.Duration, sc *redis.Scr
 			return r.v, nil
 		case ctx.Err() != nil: // the client noticed the context first
 			return nil, s.ctxErr(ctx, timeout)
+		}
+		var ne net.Error
+		if errors.As(r.err, &ne) && ne.Timeout() {
+			// The client's own read or dial timeout came first.
+			return nil, fmt.Errorf("%w: %w", ErrTimeout, r.err)
 		}
 		return nil, fmt.Errorf("machineid_redis: redis: %w", r.err)
 	case <-ctx.Done():

@@ -305,7 +305,11 @@ func (s *Service) close(issuedMs int64) error {
 		s.mu.Unlock()
 		if tried {
 			if _, err := s.eval(context.Background(), s.cfg.callTimeout, release, s.cfg.prefix, s.token, id, issuedMs); err != nil {
-				s.closeErr = fmt.Errorf("machineid_redis: releasing machine ID %d: %w", id, err)
+				what := fmt.Sprintf("machine ID %d", id)
+				if id < 0 {
+					what = "whatever an unanswered acquire call took"
+				}
+				s.closeErr = fmt.Errorf("machineid_redis: releasing %s: %w", what, err)
 			}
 		}
 		s.acqMu.Unlock()

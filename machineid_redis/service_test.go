@@ -337,6 +337,9 @@ func TestConfigErrors(t *testing.T) {
 		{"tiny TTL", single, []mr.Option{mr.WithTTL(time.Millisecond)}, "TTL = 1ms"},
 		{"huge margin", single, []mr.Option{mr.WithSafetyMargin(6 * time.Second)}, "safety margin = 6s"},
 		{"call timeout over TTL", single, []mr.Option{mr.WithCallTimeout(time.Minute)}, "call timeout = 1m0s"},
+		{"zero call timeout", single, []mr.Option{mr.WithCallTimeout(0)}, "call timeout = 0s"},
+		{"negative margin", single, []mr.Option{mr.WithSafetyMargin(-time.Second)}, "safety margin = -1s"},
+		{"zero margin", single, []mr.Option{mr.WithSafetyMargin(0)}, ""},
 		{"nil clock", single, []mr.Option{mr.WithClock(nil)}, "clock is nil"},
 	}
 	for _, tt := range tests {
@@ -372,6 +375,23 @@ func TestUnreachableRedisTimesOut(t *testing.T) {
 	_, err := s.MachineID(context.Background())
 	require.ErrorIs(t, err, mr.ErrTimeout)
 	assert.Contains(t, err.Error(), "after 50ms")
+}
+
+// A server that accepts connections but does not answer, with a client
+// whose read timeout is shorter than the call timeout: the client gives up
+// first, and that is still ErrTimeout, not a bare network error.
+func TestClientReadTimeoutIsErrTimeout(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Ping(context.Background()).Err(), "connect before the server stops answering")
+	srv.Pause()
+	defer srv.Resume()
+	s := leased(t, c, mr.WithCallTimeout(500*time.Millisecond))
+	_, err := s.MachineID(context.Background())
+	require.ErrorIs(t, err, mr.ErrTimeout)
+	assert.Contains(t, err.Error(), "i/o timeout", "the client's own timeout ended the call")
 }
 
 func TestCloseDuringAcquireLeavesNoLease(t *testing.T) {
