@@ -112,7 +112,9 @@
 // [Generator.NextIDContext] and [Generator.NextNContext] also return when
 // their context is done (noticed within 2 ms). [New] blocks only with
 // [WithMachineIDService], for at most the acquire timeout
-// ([WithAcquireTimeout]).
+// ([WithAcquireTimeout]) and 50 ms of grace, even with a service that
+// ignores its context; releasing what a failed acquisition may have taken
+// goes on in the background past that.
 //
 // # The ID in the wild
 //

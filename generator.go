@@ -58,9 +58,9 @@ type machineState struct {
 // 1..[MaxRingSize], MaxWait is negative, the clock is nil, the machine ID is
 // outside 0..Layout.MaxMachine(), a [machineid.Ranger] service's range
 // reaches outside it, or both WithMachineID and WithMachineIDService are
-// given. With WithMachineIDService, it also
-// returns the service's error, wrapped, if no machine ID was had within the
-// acquire timeout.
+// given. With WithMachineIDService, it also returns the service's error,
+// wrapped, or one wrapping [context.DeadlineExceeded] if the service did
+// not answer within the acquire timeout.
 func New(opts ...Option) (*Generator, error) {
 	c := defaultConfig()
 	for _, o := range opts {

@@ -3,6 +3,7 @@ package ringflake
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ringflake/ringflake/machineid"
@@ -20,16 +21,8 @@ func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
 			return configErr("machine ID range of service", fmt.Sprintf("%d..%d", lo, hi), fmt.Sprintf("within 0..%d, the layout's machine IDs", g.layout.MaxMachine()))
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	id, err := svc.MachineID(ctx)
-	if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
-		err = configErr("machine ID from service", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
-	}
+	id, err := g.acquireWithin(svc, leaser, timeout)
 	if err != nil {
-		if leased {
-			_ = leaser.Close() // nothing usable was acquired; the acquire error says more
-		}
 		return fmt.Errorf("ringflake: getting machine ID: %w", err)
 	}
 	if !leased {
@@ -40,6 +33,74 @@ func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
 	g.state.Store(&machineState{machine: id, pending: true, changed: make(chan struct{})}) // invalid until the first report
 	g.stopWatch = leaser.Watch(g.setLease)
 	return nil
+}
+
+// acquireGrace is how long after the acquire timeout New still waits for a
+// service that honours its context's deadline to return its own error,
+// which says more than New's.
+const acquireGrace = 50 * time.Millisecond
+
+// acquireWithin asks svc for a machine ID in range, with a context whose
+// deadline is timeout away, and waits for the answer at most timeout plus
+// acquireGrace, whatever svc does: a service that ignores its context
+// cannot hold up New. A leaser with nothing usable acquired is closed, so
+// that a lease an unanswered call may have taken is released; New waits
+// for that close only until the same deadline and leaves the rest to a
+// goroutine, as it does for an answer that comes after it gave up (whose
+// lease that goroutine closes).
+func (g *Generator) acquireWithin(svc machineid.Service, leaser machineid.Leaser, timeout time.Duration) (int64, error) {
+	type answer struct {
+		id  int64
+		err error
+	}
+	var (
+		mu      sync.Mutex // protects gaveUp and the send on got
+		gaveUp  bool
+		got     = make(chan answer, 1)
+		settled = make(chan struct{}) // closed once a failed acquisition's leaser is closed
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	go func() {
+		defer close(settled)
+		defer cancel()
+		id, err := svc.MachineID(ctx)
+		if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
+			err = configErr("machine ID from service", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
+		}
+		mu.Lock()
+		unwanted := gaveUp
+		if !unwanted {
+			got <- answer{id, err}
+		}
+		mu.Unlock()
+		if leaser != nil && (err != nil || unwanted) {
+			_ = leaser.Close() // nothing usable was acquired, or New has returned without it
+		}
+	}()
+	deadline := time.NewTimer(timeout + acquireGrace)
+	defer deadline.Stop()
+	var a answer
+	expired := false
+	select {
+	case a = <-got:
+	case <-deadline.C:
+		expired = true
+		mu.Lock()
+		select {
+		case a = <-got:
+		default:
+			gaveUp = true
+			a.err = fmt.Errorf("no answer within the acquire timeout (%v): %w", timeout, context.DeadlineExceeded)
+		}
+		mu.Unlock()
+	}
+	if a.err != nil && !expired {
+		select { // let a quick close finish, so that New returns with Redis tidy
+		case <-settled:
+		case <-deadline.C:
+		}
+	}
+	return a.id, a.err
 }
 
 // setLease turns a lease report into the state that claims check.

@@ -302,3 +302,40 @@ func TestServiceRangeMustFitTheLayout(t *testing.T) {
 		assert.Equal(t, 1, f.closeCount(), "range %d..%d: the refused service should be closed", tt.lo, tt.hi)
 	}
 }
+
+// stuckLeaser is a fakeLeaser whose MachineID ignores its context and
+// answers only once the test lets it.
+type stuckLeaser struct {
+	*fakeLeaser
+	answer chan struct{}
+}
+
+func (s stuckLeaser) MachineID(context.Context) (int64, error) {
+	<-s.answer
+	return s.fakeLeaser.MachineID(context.Background())
+}
+
+// A service that ignores its context cannot hold New past the acquire
+// timeout, and a lease it hands over after New gave up is released, not
+// leaked.
+func TestAcquireIgnoringContextIsBounded(t *testing.T) {
+	t.Parallel()
+	s := stuckLeaser{newFakeLeaser(machineid.Lease{ID: 4, Valid: true}), make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ringflake.New(ringflake.WithMachineIDService(s), ringflake.WithAcquireTimeout(20*time.Millisecond))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "no answer within the acquire timeout (20ms)")
+	case <-time.After(5 * time.Second):
+		close(s.answer)
+		t.Fatal("New still waiting 5 s into a 20ms acquire timeout")
+	}
+	assert.Zero(t, s.closeCount(), "nothing to release while the call is unanswered")
+	close(s.answer) // the late answer: a lease New no longer wants
+	require.Eventually(t, func() bool { return s.closeCount() == 1 }, 5*time.Second, time.Millisecond,
+		"the lease handed over after New gave up should be released")
+}

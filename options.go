@@ -75,8 +75,11 @@ func WithMachineIDService(svc machineid.Service) Option {
 	return optionFunc(func(c *config) { c.service, c.serviceSet = svc, true })
 }
 
-// WithAcquireTimeout bounds how long New waits for the machine ID service.
-// It must be positive; the default is [DefaultAcquireTimeout].
+// WithAcquireTimeout bounds how long New waits for the machine ID service:
+// the service's context has this deadline, and New returns at most 50 ms
+// after it even if the service ignores it (a late answer's lease is then
+// released in the background). It must be positive; the default is
+// [DefaultAcquireTimeout].
 func WithAcquireTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.acquireTimeout = d })
 }

@@ -377,6 +377,33 @@ func TestUnreachableRedisTimesOut(t *testing.T) {
 	assert.Contains(t, err.Error(), "after 50ms")
 }
 
+// New with a server that does not answer returns the service's timeout
+// once its acquire timeout is up, without waiting the up to two call
+// timeouts that releasing what the unanswered call may have taken can
+// take; that release goes on in the background and, once the server
+// answers again, leaves no lease behind.
+func TestNewIsBoundedByTheAcquireTimeout(t *testing.T) {
+	t.Parallel()
+	srv := settled(t, 3*time.Second)
+	c := client(t, srv.Addr)
+	require.NoError(t, c.Ping(context.Background()).Err(), "connect before the server stops answering")
+	srv.Pause()
+	svc, err := mr.NewLeased(c, mr.WithTTL(3*time.Second), mr.WithCallTimeout(time.Second))
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithAcquireTimeout(200*time.Millisecond))
+	took := time.Since(start)
+	srv.Resume()
+	require.ErrorIs(t, err, mr.ErrTimeout, "the service's own error, which says more than New's")
+	// Waiting for the release would take at least another second (settle
+	// gives the unanswered call up to one call timeout).
+	assert.Less(t, took, time.Second, "New returned after %v, past its 200ms acquire timeout by a call timeout", took)
+	require.Eventually(t, func() bool {
+		keys, err := c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+		return err == nil && len(keys) == 0
+	}, 10*time.Second, 10*time.Millisecond, "the background release should leave no lease")
+}
+
 // A server that accepts connections but does not answer, with a client
 // whose read timeout is shorter than the call timeout: the client gives up
 // first, and that is still ErrTimeout, not a bare network error.
