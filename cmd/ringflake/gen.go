@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,7 +73,12 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	g, err := ringflake.New(opts...)
 	if err != nil {
 		if f.redis.addr != "" {
-			return fmt.Errorf("gen: %w", err) // no machine ID to be had: a failure, not bad input
+			// No machine ID to be had: a failure, not bad input. Say which
+			// server, and drop New's own prefix, which the CLI's repeats.
+			if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "ringflake: getting machine ID: ") {
+				err = inner
+			}
+			return fmt.Errorf("gen: machine ID from redis %s: %w", f.redis.addr, err)
 		}
 		return usageError("gen: %v", err)
 	}

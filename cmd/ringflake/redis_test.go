@@ -182,7 +182,7 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 		msg  string
 	}{
 		{"range exhausted", []string{"gen", "--redis", srv.Addr, "--machine-range", "3-3"}, 1, "every ID in 3..3 is leased"},
-		{"no server", []string{"gen", "--redis", "127.0.0.1:1"}, 1, "connection refused"},
+		{"no server", []string{"gen", "--redis", "127.0.0.1:1"}, 1, "ringflake: gen: machine ID from redis 127.0.0.1:1: machineid_redis: redis: dial tcp 127.0.0.1:1: connect: connection refused"},
 		{"range past the layout", []string{"gen", "--redis", srv.Addr, "--machine-range", "0-5000"}, 2, "the layout's machine IDs are 0..1023"},
 		{"bad range", []string{"gen", "--redis", srv.Addr, "--machine-range", "7"}, 2, `--machine-range = "7"`},
 		{"bad mode", []string{"gen", "--redis", srv.Addr, "--redis-mode", "ip"}, 2, `--redis-mode = "ip"`},
