@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 func ExampleNew() {
@@ -200,4 +201,87 @@ func ExampleWithRingSize() {
 	b, err := g.NextID()
 	fmt.Println(b == a+1, err)
 	// Output: true <nil>
+}
+
+func ExampleWithClock() {
+	// Any func works; tests use a fake one. The default reads the wall
+	// clock cheaply (see the package doc).
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, _ := ringflake.New(ringflake.WithClock(func() time.Time { return now }))
+	id, _ := g.NextID()
+	fmt.Println(g.Layout().Decompose(id).Time.Equal(now))
+	// Output: true
+}
+
+func ExampleWithLayout() {
+	// 10 ms ticks for 174 years from 2025, 512 machines, 32 768 IDs per tick.
+	l := ringflake.Layout{TimeBits: 39, MachineBits: 9, SequenceBits: 15,
+		Epoch: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Tick: 10 * time.Millisecond}
+	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(511))
+	fmt.Println(err, g.Layout().MaxMachine(), g.Layout().MaxSequence(), g.Layout().End().Year())
+	_, err = ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(512))
+	fmt.Println(err)
+	// Output:
+	// <nil> 511 32767 2199
+	// ringflake: invalid configuration: machine ID = 512; valid range 0..511
+}
+
+func ExampleWithMachineIDService() {
+	// A provider from package machineid; Redis leases work the same way
+	// (see package machineid_redis).
+	max := ringflake.DefaultLayout().MaxMachine()
+	g, err := ringflake.New(ringflake.WithMachineIDService(machineid.Static(9, max)),
+		ringflake.WithAcquireTimeout(time.Second))
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+	fmt.Println(g.MachineID())
+	// Output: 9
+}
+
+func ExampleGenerator_Close() {
+	g, _ := ringflake.New(ringflake.WithMachineID(3))
+	fmt.Println(g.Close(), g.MachineID()) // Close also releases a leased machine ID
+	_, err := g.NextID()
+	fmt.Println(err)
+	// Output:
+	// <nil> -1
+	// ringflake: generator is closed
+}
+
+func ExampleGenerator_NextNContext() {
+	// A frozen clock and 4 IDs per tick: the batch gets 4, then waits for a
+	// tick that never comes until the context ends.
+	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tiny := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: frozen, Tick: time.Millisecond}
+	g, _ := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(func() time.Time { return frozen }))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	batch := make([]ringflake.ID, 6)
+	n, err := g.NextNContext(ctx, batch)
+	fmt.Println(n, err)
+	// Output: 4 context deadline exceeded
+}
+
+func ExampleClockError() {
+	// A clock 300 ms behind, with MaxWait 0 and no spare sequence left in
+	// that tick: the error says by how much and how long it waited.
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	l := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: now.Add(-time.Hour), Tick: time.Millisecond}
+	g, _ := ringflake.New(ringflake.WithLayout(l), ringflake.WithMaxWait(0),
+		ringflake.WithClock(func() time.Time { return now }))
+	now = now.Add(-300 * time.Millisecond)
+	for range 4 {
+		g.NextID() // the earlier tick's 4 IDs, from spare space
+	}
+	now = now.Add(300 * time.Millisecond)
+	g.NextID() // the latest tick moves on
+	now = now.Add(-300 * time.Millisecond)
+	_, err := g.NextID()
+	var ce *ringflake.ClockError
+	if errors.As(err, &ce) {
+		fmt.Println(errors.Is(err, ringflake.ErrClockBehind), ce.By, ce.Waited)
+	}
+	// Output: true 300ms 0s
 }

@@ -380,6 +380,11 @@ func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, 
 		if t > ticks {
 			return need, ClockError{Err: ErrClockBehind, By: g.span(t) - d}
 		}
+		if latest := g.latest.Load(); ticks < latest-1 {
+			// The tick's spare sequence is used up while the clock is
+			// behind: that is the clock's fault, not demand's.
+			return need, ClockError{Err: ErrClockBehind, By: g.span(latest) - d}
+		}
 		return need, ClockError{Err: ErrSequenceExhausted}
 	case belowFloor:
 		need := g.span(st.b.floor+1) - d

@@ -31,16 +31,25 @@ func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 	clock.Set(at(40, 0)) // further back: the same step back, now larger
 	issue(16)
 	_, err = g.NextID()
-	require.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
+	require.ErrorIs(t, err, ringflake.ErrClockBehind, "tick 40's spare sequence is used up while the clock is behind")
+	var ce *ringflake.ClockError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 60*time.Millisecond, ce.By, "how far behind the latest tick")
+	clock.Set(at(100, 0))
+	issue(6) // the latest tick's last 6 IDs
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrSequenceExhausted, "the latest tick used up is demand's, not the clock's")
+	clock.Set(at(40, 0))
 	clock.Set(tiny.Epoch.Add(-time.Millisecond))
 	_, err = g.NextID()
 	require.ErrorIs(t, err, ringflake.ErrClockBeforeEpoch)
 
 	s := g.Stats()
-	assert.Equal(t, uint64(31), s.Issued, "IDs issued")
+	assert.Equal(t, uint64(37), s.Issued, "IDs issued")
 	assert.Equal(t, uint64(1), s.StepBacks, "one step back until the clock passes tick 100 again")
 	assert.Equal(t, 60*time.Millisecond, s.LargestStepBack)
 	assert.Equal(t, uint64(21), s.SpareIssued, "IDs issued while behind")
+	assert.Equal(t, uint64(1), s.Errors.ClockBehind)
 	assert.Equal(t, uint64(1), s.Errors.SequenceExhausted)
 	assert.Equal(t, uint64(1), s.Errors.BeforeEpoch)
 	assert.Zero(t, s.Waits, "MaxWait 0 never waits")
