@@ -32,12 +32,21 @@ func ExampleEnv() {
 }
 
 func ExampleFromFunc() {
-	// Two StatefulSets share one ID space: the second one's pods start at 512.
+	// A source of your own, checked against the range like every provider:
+	// here the second of two StatefulSets, whose pods start at 512. (In a
+	// pod, machineid.StatefulSetOrdinal(511) would give the ordinal.)
+	ordinal := func(context.Context) (int64, error) { return 3, nil }
 	svc := machineid.FromFunc(1023, func(ctx context.Context) (int64, error) {
-		n, err := machineid.StatefulSetOrdinal(511).MachineID(ctx)
+		n, err := ordinal(ctx)
 		return 512 + n, err
 	})
-	_ = svc // pass it to ringflake.WithMachineIDService
+	id, err := svc.MachineID(context.Background())
+	fmt.Println(id, err)
+	_, err = machineid.FromFunc(1023, func(context.Context) (int64, error) { return 1024, nil }).MachineID(context.Background())
+	fmt.Println(err)
+	// Output:
+	// 515 <nil>
+	// machineid: machine ID out of range: func gave 1024; valid range 0..1023
 }
 
 func ExampleHostHash() {
