@@ -40,7 +40,12 @@
 // + TTL, so for one TTL after the server starts (by INFO's
 // uptime_in_seconds) acquisition takes every ID's mark to be at least that.
 // A new holder then waits up to a TTL for its clock, after a restart and
-// after a new server's first start alike.
+// after a new server's first start alike. The restart time is counted back
+// from when the answer arrived, so a call that ran late (a stalled server,
+// a resend) cannot lower it. Lost marks were on their holders' clocks and
+// the floor is on the acquirer's, so it assumes the clocks agree; allow
+// for skew with [WithMaxClockSkew], which adds it to the floor and its
+// window.
 //
 // # Losing the lease
 //
@@ -81,6 +86,10 @@
 //     narrows the window but does not close it.
 //   - FLUSHALL, deleting the keys, or eviction loses leases and marks
 //     without a restart, which the restart guard cannot see.
+//   - After Redis loses its marks, a holder's clock that ran ahead of the
+//     next holder's by more than WithMaxClockSkew (default 0) is not
+//     covered: the next holder may reuse its times. While marks survive,
+//     no skew matters.
 //   - Key expiry runs on the server's clock: a server clock jump forward
 //     can expire a lease early, before the holder's deadline.
 //   - A process paused longer than the margin (GC, SIGSTOP, VM migration)

@@ -35,6 +35,7 @@ type config struct {
 	marginSet   bool
 	callTimeout time.Duration // min(ttl/3, 2s) unless set
 	timeoutSet  bool
+	skew        time.Duration
 	clock       func() time.Time
 	host        string
 }
@@ -83,6 +84,21 @@ func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.callTimeout, c.timeoutSet = d, true })
 }
 
+// WithMaxClockSkew sets how far apart the clocks of the processes sharing
+// the prefix may be, for the one case the marks cannot cover: a Redis that
+// lost them (a restart without persistence, a failover to a replica that
+// lagged, a FLUSHALL). For the TTL plus d after such a server starts,
+// every ID is taken to have been used up to its start + TTL + d, so a
+// process whose clock is up to d behind a holder that was live before the
+// restart does not reuse that holder's times. The price is a pause of up
+// to TTL + d after a Redis restart. It must be at least 0; the default is
+// 0: clocks are taken to agree. While the marks survive, skew needs no
+// allowance: a new holder waits for its clock to pass the mark, however
+// far behind it is.
+func WithMaxClockSkew(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.skew = d })
+}
+
 // WithClock sets the clock the high-water marks are read from. Give it the
 // same clock as the generator's (ringflake.WithClock), so the marks are in
 // the time the generator issues in. The default is time.Now.
@@ -120,6 +136,8 @@ func (c *config) validate(client redis.UniversalClient) error {
 		return fmt.Errorf("%w: call timeout = %v; valid range 1ns..%v (the TTL)", ErrInvalidConfig, c.callTimeout, c.ttl)
 	case c.clock == nil:
 		return fmt.Errorf("%w: clock is nil", ErrInvalidConfig)
+	case c.skew < 0:
+		return fmt.Errorf("%w: max clock skew = %v; want 0 or more", ErrInvalidConfig, c.skew)
 	}
 	return nil
 }

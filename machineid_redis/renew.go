@@ -15,6 +15,7 @@ import (
 func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 	sent := time.Now() // before the call: the server's TTL starts later
 	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
+	restart := ttl + s.cfg.skew.Milliseconds()
 	s.mu.Lock()
 	s.tried = true
 	s.mu.Unlock()
@@ -23,9 +24,9 @@ func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 		err error
 	)
 	if s.mode == modeHost {
-		res, err = s.eval(ctx, timeout, hostAcquire, s.cfg.prefix, s.token, s.cfg.host, s.cfg.min, s.cfg.max, ttl, now, ttl)
+		res, err = s.eval(ctx, timeout, hostAcquire, s.cfg.prefix, s.token, s.cfg.host, s.cfg.min, s.cfg.max, ttl, now, ttl, restart)
 	} else {
-		res, err = s.eval(ctx, timeout, leaseAcquire, s.cfg.prefix, s.token, s.cfg.min, s.cfg.max, ttl, now, ttl)
+		res, err = s.eval(ctx, timeout, leaseAcquire, s.cfg.prefix, s.token, s.cfg.min, s.cfg.max, ttl, now, ttl, restart)
 	}
 	if err != nil {
 		return err
@@ -33,12 +34,19 @@ func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 	if err := s.refused(res); err != nil {
 		return err
 	}
-	s.update(res[0], res[1], res[2], sent, true)
+	after := res[1]
+	if up := res[3]; up >= 0 {
+		// The script's restart floor counts from when the call was sent;
+		// counted from now, when the answer is in, it cannot be too low
+		// however late the script ran.
+		after = max(after, s.cfg.clock().UnixMilli()-up+restart)
+	}
+	s.update(res[0], after, res[2], sent, true)
 	return nil
 }
 
 // refused turns an acquire script's refusal into an error, or returns nil
-// for a well-formed {id, after, mark}.
+// for a well-formed {id, after, mark, up}.
 func (s *Service) refused(res []int64) error {
 	if len(res) == 0 {
 		return fmt.Errorf("machineid_redis: acquire script returned nothing")
@@ -52,7 +60,7 @@ func (s *Service) refused(res []int64) error {
 	}
 	rng := fmt.Sprintf("%d..%d", s.cfg.min, s.cfg.max)
 	switch {
-	case code >= 0 && len(res) == 3:
+	case code >= 0 && len(res) == 4:
 		return nil
 	case code == -1 && s.mode == modeLease:
 		return fmt.Errorf("%w: every ID in %s is leased (%d held, prefix %q)", ErrExhausted, rng, arg(1), s.cfg.prefix)

@@ -1,11 +1,13 @@
 package machineid_redis_test
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
@@ -111,6 +113,78 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 			assert.Equal(t, 20000, nb, "the new holder should issue once its clock passes the restart floor")
 		})
 	}
+}
+
+// TestRestartFloorCountsFromTheAnswer sends an acquisition to a server
+// that has just restarted and is stalled, so that the script runs seconds
+// after the call was sent. The restart floor must still cover the mark of
+// a holder that was live before the restart (and cannot reach the server
+// now, so it issues until its deadline): counted from the send time with
+// the uptime read at run time, it came out low by the delay.
+func TestRestartFloorCountsFromTheAnswer(t *testing.T) {
+	t.Parallel()
+	const ttl = 5 * time.Second
+	srv := settled(t, ttl)
+	ca := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	a := leased(t, ca, mr.WithRange(0, 0), mr.WithTTL(ttl))
+	_, err := a.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	require.NoError(t, ca.Close()) // a partition: a's renewals fail from here on, so its mark stays put
+	markA := a.Lease().Until
+	require.True(t, a.Lease().Valid, "a holds its lease until its deadline")
+
+	srv.Stop()
+	srv.Restart() // without a's lease and mark
+	srv.Pause()
+	cb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: 20 * time.Second})
+	t.Cleanup(func() { _ = cb.Close() })
+	b := leased(t, cb, mr.WithRange(0, 0), mr.WithTTL(ttl))
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_, err := b.MachineID(ctx)
+		got <- err
+	}()
+	time.Sleep(3500 * time.Millisecond) // the call waits in the stalled server
+	srv.Resume()
+	require.NoError(t, <-got)
+	assert.False(t, b.Lease().After.Before(markA),
+		"b's After = %v is below the mark %v that the live holder a was confirmed before the restart", b.Lease().After, markA)
+}
+
+// TestMaxClockSkewCoversLostMarks has a holder whose clock runs 2 s ahead
+// issue on ID 0, and Redis then lose every mark. A process on the true
+// clock that takes ID 0 next must start after the old holder's mark: the
+// restart floor alone (clocks taken to agree) falls short, and
+// WithMaxClockSkew(3s) covers it.
+func TestMaxClockSkewCoversLostMarks(t *testing.T) {
+	t.Parallel()
+	srv := settled(t, ttl)
+	ahead := func() time.Time { return time.Now().Add(2 * time.Second) }
+	a := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithClock(ahead))
+	ga, err := ringflake.New(ringflake.WithMachineIDService(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	_, err = ga.NextID()
+	require.NoError(t, err)
+	markA := a.Lease().Until // on a's clock, 2 s ahead of the true one
+	require.NoError(t, ga.Close())
+
+	srv.Stop()
+	srv.Restart() // every mark lost
+
+	plain := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
+	_, err = plain.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	assert.True(t, plain.Lease().After.Before(markA),
+		"without a skew allowance the floor (%v) should fall short of a mark made 2 s ahead (%v); the option would be pointless", plain.Lease().After, markA)
+	require.NoError(t, plain.Close())
+
+	b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithMaxClockSkew(3*time.Second))
+	_, err = b.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	assert.False(t, b.Lease().After.Before(markA),
+		"with 3 s of skew allowed, After = %v should be at or past the lost mark %v", b.Lease().After, markA)
 }
 
 // TestGeneratorRefusesARangeItCannotEncode gives a generator whose layout

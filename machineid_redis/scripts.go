@@ -27,7 +27,7 @@ import "github.com/redis/go-redis/v9"
 // recorded in the owner hash, so it does not mistake its own raised mark for
 // a previous holder's.
 const luaTake = `
-local function take(prefix, token, marks, id, after, ttl, now, ahead)
+local function take(prefix, token, marks, id, after, ttl, now, ahead, up)
   local owner = prefix .. 'OWNER:' .. token
   redis.call('SET', prefix .. 'LEASE:' .. id, token, 'PX', ttl)
   redis.call('DEL', owner)
@@ -35,24 +35,38 @@ local function take(prefix, token, marks, id, after, ttl, now, ahead)
   redis.call('PEXPIRE', owner, ttl)
   local mark = math.max(tonumber(redis.call('HGET', marks, id) or '0'), now + ahead)
   redis.call('HSET', marks, id, string.format('%.0f', mark))
-  return {id, after, mark}
+  return {id, after, mark, up}
 end
 
--- restartFloor returns the mark every ID is taken to have just after a
--- restart, or 0 when there is none. A server that restarted may have lost, or rolled back to a snapshot, the
--- leases and marks of holders that are still running: such a holder was
--- last confirmed before the restart, so its mark is at most restart time +
--- ahead on its clock, and its lease ends by then as well. Until ahead has
--- passed since the restart, every ID's mark is taken to be that.
+-- restartUp returns how long the server has been up, in ms, while that is
+-- under restart ms, and -1 after. A server that restarted may have lost,
+-- or rolled back to a snapshot, the leases and marks of holders that are
+-- still running: such a holder was last confirmed before the restart, so
+-- its mark is at most restart time + TTL on its clock, and its lease ends
+-- by then as well. restart is the TTL plus how far the holders' clocks
+-- may differ (WithMaxClockSkew): until that has passed since the restart,
+-- every ID's mark is taken to be restart time + restart (restartFloor).
 -- uptime_in_seconds is a difference of whole seconds and can read up to a
 -- second high, hence the second taken off.
-local function restartFloor(now, ahead)
+local function restartUp(restart)
   local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
   local upMs = math.max((tonumber(up or '0') or 0) - 1, 0) * 1000
-  if upMs >= ahead then
+  if upMs >= restart then
+    return -1
+  end
+  return upMs
+end
+
+-- restartFloor returns the mark every ID is taken to have, given up from
+-- restartUp, or 0 when there is none. now is the caller's clock when it
+-- sent the call, so a call that runs late gets a floor too low by the
+-- delay; the caller, to which up is returned, raises it by measuring from
+-- when the answer came instead.
+local function restartFloor(now, up, restart)
+  if up < 0 then
     return 0
   end
-  return now - upMs + ahead
+  return now - up + restart
 end
 
 -- markOf returns the id's mark, or floor if that is later.
@@ -77,23 +91,26 @@ end
 // mark, whose holder must then wait for its clock to pass the mark.
 //
 //	KEYS[1] marks
-//	ARGV    prefix, token, lo, hi, ttl ms, now ms, ahead ms
-//	returns {id, after, mark}, or {-1, held} when every ID is held
+//	ARGV    prefix, token, lo, hi, ttl ms, now ms, ahead ms, restart ms
+//	returns {id, after, mark, up}, or {-1, held} when every ID is held;
+//	up is the server's uptime in ms while the restart floor applies, else -1
 var leaseAcquire = redis.NewScript(luaTake + `
 local prefix, token, marks = ARGV[1], ARGV[2], KEYS[1]
 local lo, hi = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ttl, now, ahead = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local restart = tonumber(ARGV[8])
+local up = restartUp(restart)
 local id, after = mine(prefix, token)
 if id then
-  return take(prefix, token, marks, id, after, ttl, now, ahead)
+  return take(prefix, token, marks, id, after, ttl, now, ahead, up)
 end
-local floor = restartFloor(now, ahead)
+local floor = restartFloor(now, up, restart)
 local best, bestMark = nil, nil
 for i = lo, hi do
   if redis.call('EXISTS', prefix .. 'LEASE:' .. i) == 0 then
     local m = markOf(marks, i, floor)
     if m < now then
-      return take(prefix, token, marks, i, m, ttl, now, ahead)
+      return take(prefix, token, marks, i, m, ttl, now, ahead, up)
     end
     if best == nil or m < bestMark then
       best, bestMark = i, m
@@ -103,7 +120,7 @@ end
 if best == nil then
   return {-1, hi - lo + 1}
 end
-return take(prefix, token, marks, best, bestMark, ttl, now, ahead)
+return take(prefix, token, marks, best, bestMark, ttl, now, ahead, up)
 `)
 
 // hostAcquire is the seed's mapping made atomic: the host's ID from the
@@ -112,8 +129,8 @@ return take(prefix, token, marks, best, bestMark, ttl, now, ahead)
 // host is refused rather than sharing the ID.
 //
 //	KEYS[1] marks, KEYS[2] mapping, KEYS[3] max id
-//	ARGV    prefix, token, host, lo, hi, ttl ms, now ms, ahead ms
-//	returns {id, after, mark}; {-1, last} when the range is used up;
+//	ARGV    prefix, token, host, lo, hi, ttl ms, now ms, ahead ms, restart ms
+//	returns {id, after, mark, up} as leaseAcquire; {-1, last} when the range is used up;
 //	{-2, id, pttl} when another owner holds the host's ID; {-3, id} when the
 //	mapping holds an ID outside lo..hi; {-4} when it holds something that is
 //	not a decimal ID; {-5} when max id does not
@@ -132,9 +149,11 @@ local prefix, token, marks, mapping, maxid = ARGV[1], ARGV[2], KEYS[1], KEYS[2],
 local host = ARGV[3]
 local lo, hi = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl, now, ahead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local restart = tonumber(ARGV[9])
+local up = restartUp(restart)
 local id, after = mine(prefix, token)
 if id then
-  return take(prefix, token, marks, id, after, ttl, now, ahead)
+  return take(prefix, token, marks, id, after, ttl, now, ahead, up)
 end
 local raw = redis.call('HGET', mapping, host)
 if raw and not decimal(raw) then
@@ -161,7 +180,7 @@ local lease = prefix .. 'LEASE:' .. id
 if redis.call('EXISTS', lease) == 1 then
   return {-2, id, redis.call('PTTL', lease)}
 end
-return take(prefix, token, marks, id, markOf(marks, id, restartFloor(now, ahead)), ttl, now, ahead)
+return take(prefix, token, marks, id, markOf(marks, id, restartFloor(now, up, restart)), ttl, now, ahead, up)
 `)
 
 // renew extends the token's lease on id and raises the mark ahead.

@@ -300,6 +300,11 @@ func (s *Service) close(issuedMs int64) error {
 		s.settle()
 		s.mu.Lock()
 		id := s.lease.ID
+		if issuedMs >= 0 && !s.lease.After.IsZero() {
+			// Never below the After this holder was given: it may be
+			// above the one the script stored (see acquire).
+			issuedMs = max(issuedMs, s.lease.After.UnixMilli())
+		}
 		s.held = false
 		tried := s.tried
 		s.mu.Unlock()

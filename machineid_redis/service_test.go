@@ -341,6 +341,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative margin", single, []mr.Option{mr.WithSafetyMargin(-time.Second)}, "safety margin = -1s"},
 		{"zero margin", single, []mr.Option{mr.WithSafetyMargin(0)}, ""},
 		{"nil clock", single, []mr.Option{mr.WithClock(nil)}, "clock is nil"},
+		{"negative skew", single, []mr.Option{mr.WithMaxClockSkew(-time.Second)}, "max clock skew = -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
