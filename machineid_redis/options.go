@@ -49,12 +49,17 @@ func WithPrefix(p string) Option {
 	return optionFunc(func(c *config) { c.prefix = p })
 }
 
+// MaxID is the largest machine ID the service hands out: the largest
+// number Lua's tostring spells out digit by digit, which lease keys need.
+const MaxID = 1e14 - 1
+
 // WithRange sets the machine IDs the service may hand out, min..max
 // inclusive, with 0 <= min <= max; max is usually the layout's
 // MaxMachine. The default is 0..1023 in lease mode and the seed's 1..1023
 // in host mode. Lease mode's acquire script scans the range inside Redis,
 // blocking it meanwhile: about 1ms for 1024 IDs all held, so keep ranges to
-// a few thousand IDs.
+// a few thousand IDs. max must be below 10^14 ([MaxID]): Lua spells larger
+// numbers in exponent form, and two IDs could then share a lease key.
 func WithRange(min, max int64) Option {
 	return optionFunc(func(c *config) { c.min, c.max, c.rangeSet = min, max, true })
 }
@@ -126,8 +131,8 @@ func (c *config) validate(client redis.UniversalClient) error {
 	case !hasHashTag(c.prefix) && !isSingleNode(client):
 		return fmt.Errorf("%w: prefix %q has no hash tag; Lua scripts need every key in one Cluster slot, so use one like %q",
 			ErrInvalidConfig, c.prefix, "{"+strings.Trim(c.prefix, ":")+"}:")
-	case c.min < 0 || c.min > c.max:
-		return fmt.Errorf("%w: machine ID range %d..%d; want 0 <= min <= max", ErrInvalidConfig, c.min, c.max)
+	case c.min < 0 || c.min > c.max || c.max > MaxID:
+		return fmt.Errorf("%w: machine ID range %d..%d; want 0 <= min <= max <= %d", ErrInvalidConfig, c.min, c.max, int64(MaxID))
 	case c.ttl < 30*time.Millisecond:
 		return fmt.Errorf("%w: TTL = %v; want at least 30ms", ErrInvalidConfig, c.ttl)
 	case c.margin < 0 || c.margin >= c.ttl/2:

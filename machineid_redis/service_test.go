@@ -334,6 +334,8 @@ func TestConfigErrors(t *testing.T) {
 		{"nil client", nil, nil, "client is nil"},
 		{"inverted range", single, []mr.Option{mr.WithRange(9, 3)}, "range 9..3"},
 		{"negative range", single, []mr.Option{mr.WithRange(-1, 3)}, "range -1..3"},
+		{"range past what Lua spells exactly", single, []mr.Option{mr.WithRange(0, 1e14)}, "range 0..100000000000000; want 0 <= min <= max <= 99999999999999"},
+		{"largest range end", single, []mr.Option{mr.WithRange(mr.MaxID, mr.MaxID)}, ""},
 		{"tiny TTL", single, []mr.Option{mr.WithTTL(time.Millisecond)}, "TTL = 1ms"},
 		{"huge margin", single, []mr.Option{mr.WithSafetyMargin(6 * time.Second)}, "safety margin = 6s"},
 		{"call timeout over TTL", single, []mr.Option{mr.WithCallTimeout(time.Minute)}, "call timeout = 1m0s"},
@@ -442,4 +444,24 @@ func TestCloseDuringAcquireLeavesNoLease(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, keys, "a lease taken while closing must be released")
 	}
+}
+
+// The largest ID is leased under the key that spells it in digits, which
+// renewal and release look up again.
+func TestLargestIDKeepsItsKey(t *testing.T) {
+	t.Parallel()
+	c := client(t, settled(t, ttl).Addr)
+	s := leased(t, c, mr.WithRange(mr.MaxID, mr.MaxID))
+	id, err := s.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, int64(mr.MaxID), id)
+	keys, err := c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{mr.DefaultPrefix + "LEASE:99999999999999"}, keys)
+	time.Sleep(ttl) // renewals at TTL/3 must find the key
+	assert.True(t, s.Lease().Valid, "renewals should keep the lease on the largest ID")
+	require.NoError(t, s.Close())
+	keys, err = c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "Close releases the lease")
 }
