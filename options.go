@@ -108,11 +108,12 @@ func WithRingSize(n int) Option {
 
 // WithMaxWait bounds how long one NextID or NextN call may wait, in real
 // elapsed time, for the next tick, for a clock that is behind, or for a
-// lease; a call may overrun it by the timers' lateness: a millisecond or
+// lease; a call may overrun it by the timers' lateness (a millisecond or
 // two when the machine is idle, a few more when its CPUs are busy or a
-// virtual machine's are descheduled. A call never sleeps past it knowingly: if the clock
-// says the wait will be longer, it fails at once. Zero means never wait:
-// fail at once. NextN's whole batch shares one MaxWait, so a batch larger
+// virtual machine's are descheduled), and by up to 200 µs that a wait for
+// the next tick spends checking whether the clock shows it. If the clock
+// says the wait will be longer than what is left, the call fails at once
+// rather than sleep. Zero means never wait: fail at once. NextN's whole batch shares one MaxWait, so a batch larger
 // than about (MaxWait/Tick)×2^SequenceBits cannot succeed. The default is
 // [DefaultMaxWait].
 func WithMaxWait(d time.Duration) Option {
