@@ -173,7 +173,8 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 	holder := exec.Command(bin, "gen", "--redis", srv.Addr, "--machine-range", "3-3", "-n", "100000000")
 	require.NoError(t, holder.Start())
 	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
-	time.Sleep(200 * time.Millisecond) // let it take the only ID
+	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:3") == "1" }, 10*time.Second, 5*time.Millisecond,
+		"the holder should take the only ID")
 
 	tests := []struct {
 		name string
