@@ -319,12 +319,16 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 		if st.closed {
 			return n, ErrClosed
 		}
-		_, err := g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st, nil)
+		_, err := g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st, nil, -1)
 		return n, err
 	}
 	t, seq, got, cs := g.ring.claim(ticks, uint64(len(dst)-n), st.b)
 	if cs != claimed {
-		added, err := g.pause(ctx, w, cs, r, ticks, d, t, st, dst[n:])
+		behindOf := int64(-1)
+		if behind {
+			behindOf = latest
+		}
+		added, err := g.pause(ctx, w, cs, r, ticks, d, t, st, dst[n:], behindOf)
 		return n + added, err
 	}
 	// A lease change between the load and the CAS may have made st.machine
@@ -347,9 +351,10 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 // MaxWait, or returns the error that explains why it cannot. A wait for the
 // next tick may come back with IDs already claimed for the caller in dst;
 // pause returns how many. st is the machine state the claim was checked
-// against.
-func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, st *machineState, dst []ID) (int, error) {
-	need, fail := g.plan(cs, ticks, d, t, st)
+// against, and latest the latest tick the clock has shown if the reading
+// was confirmed behind it, or -1.
+func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, st *machineState, dst []ID, latest int64) (int, error) {
+	need, fail := g.plan(cs, ticks, d, t, st, latest)
 	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
 	if err != nil {
 		err.Clock = r.time()
@@ -371,16 +376,19 @@ func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r read
 // plan says how long to wait, by the generator's clock, before a claim that
 // failed with cs can succeed, and the error to return if waiting is not
 // allowed. d is the reading's offset from the epoch and t the tick the
-// claim tried and st the machine state it was checked against. The error is
-// a value, so a wait that succeeds allocates nothing for it.
-func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, st *machineState) (time.Duration, ClockError) {
+// claim tried and st the machine state it was checked against; latest is
+// the latest tick if the reading was confirmed behind it (read twice, so a
+// caller descheduled between reading and claiming does not count), else
+// -1. The error is a value, so a wait that succeeds allocates nothing for
+// it.
+func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, st *machineState, latest int64) (time.Duration, ClockError) {
 	switch cs {
 	case exhausted:
 		need := g.span(ticks+1) - d
 		if t > ticks {
 			return need, ClockError{Err: ErrClockBehind, By: g.span(t) - d}
 		}
-		if latest := g.latest.Load(); ticks < latest-1 {
+		if latest >= 0 {
 			// The tick's spare sequence is used up while the clock is
 			// behind: that is the clock's fault, not demand's.
 			return need, ClockError{Err: ErrClockBehind, By: g.span(latest) - d}

@@ -2,7 +2,9 @@ package ringflake
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -47,39 +49,51 @@ const acquireGrace = 50 * time.Millisecond
 // that a lease an unanswered call may have taken is released; New waits
 // for that close only until the same deadline and leaves the rest to a
 // goroutine, as it does for an answer that comes after it gave up (whose
-// lease that goroutine closes).
+// lease that goroutine closes). A panic in svc reaches New's caller, as if
+// svc had been called directly, once the leaser is closed; one that comes
+// after New gave up has no caller to reach and crashes the goroutine.
 func (g *Generator) acquireWithin(svc machineid.Service, leaser machineid.Leaser, timeout time.Duration) (int64, error) {
-	type answer struct {
-		id  int64
-		err error
-	}
 	var (
 		mu      sync.Mutex // protects gaveUp and the send on got
 		gaveUp  bool
-		got     = make(chan answer, 1)
+		got     = make(chan acquired, 1)
 		settled = make(chan struct{}) // closed once a failed acquisition's leaser is closed
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	go func() {
-		defer close(settled)
-		defer cancel()
+		a := acquired{id: -1, err: errServiceExited}
+		defer func() {
+			if p := recover(); p != nil {
+				a = acquired{id: -1, panicked: true, value: p}
+			}
+			mu.Lock()
+			unwanted := gaveUp
+			if !unwanted {
+				got <- a
+			}
+			mu.Unlock()
+			if leaser != nil && (a.err != nil || a.panicked || unwanted) {
+				_ = leaser.Close() // nothing usable was acquired, or New has returned without it
+			}
+			cancel()
+			close(settled)
+			if a.panicked && unwanted {
+				panic(a.value)
+			}
+		}()
 		id, err := svc.MachineID(ctx)
 		if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
 			err = configErr("machine ID from service", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
 		}
-		mu.Lock()
-		unwanted := gaveUp
-		if !unwanted {
-			got <- answer{id, err}
-		}
-		mu.Unlock()
-		if leaser != nil && (err != nil || unwanted) {
-			_ = leaser.Close() // nothing usable was acquired, or New has returned without it
-		}
+		a = acquired{id: id, err: err}
 	}()
-	deadline := time.NewTimer(timeout + acquireGrace)
+	wait := timeout + acquireGrace
+	if wait < timeout {
+		wait = math.MaxInt64 // a timeout meant as "forever" must not wrap round to none
+	}
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	var a answer
+	var a acquired
 	expired := false
 	select {
 	case a = <-got:
@@ -90,18 +104,33 @@ func (g *Generator) acquireWithin(svc machineid.Service, leaser machineid.Leaser
 		case a = <-got:
 		default:
 			gaveUp = true
-			a.err = fmt.Errorf("no answer within the acquire timeout (%v): %w", timeout, context.DeadlineExceeded)
+			a = acquired{id: -1, err: fmt.Errorf("no answer within the acquire timeout (%v): %w", timeout, context.DeadlineExceeded)}
 		}
 		mu.Unlock()
 	}
-	if a.err != nil && !expired {
+	if (a.err != nil || a.panicked) && !expired {
 		select { // let a quick close finish, so that New returns with Redis tidy
 		case <-settled:
 		case <-deadline.C:
 		}
 	}
+	if a.panicked {
+		panic(a.value)
+	}
 	return a.id, a.err
 }
+
+// acquired is the outcome of a machine ID service's call.
+type acquired struct {
+	id       int64
+	err      error
+	panicked bool // the service panicked with value
+	value    any
+}
+
+// errServiceExited is the outcome of a service call that neither returned
+// nor panicked: it called runtime.Goexit.
+var errServiceExited = errors.New("the machine ID service's call exited its goroutine (runtime.Goexit)")
 
 // setLease turns a lease report into the state that claims check.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -338,4 +339,62 @@ func TestAcquireIgnoringContextIsBounded(t *testing.T) {
 	close(s.answer) // the late answer: a lease New no longer wants
 	require.Eventually(t, func() bool { return s.closeCount() == 1 }, 5*time.Second, time.Millisecond,
 		"the lease handed over after New gave up should be released")
+}
+
+// panickyLeaser is a fakeLeaser whose MachineID panics, or calls
+// runtime.Goexit, the way a test helper's t.Fatal would.
+type panickyLeaser struct {
+	*fakeLeaser
+	goexit bool
+}
+
+func (p panickyLeaser) MachineID(context.Context) (int64, error) {
+	if p.goexit {
+		runtime.Goexit()
+	}
+	panic("service failed")
+}
+
+// A service that panics makes New panic with its value, as a direct call
+// would, after its leaser is closed; one that exits its goroutine makes
+// New fail. Neither leaves the lease behind or New waiting.
+func TestAcquireServicePanicsAndGoexits(t *testing.T) {
+	t.Parallel()
+	p := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Valid: true})}
+	func() {
+		defer func() {
+			assert.Equal(t, "service failed", recover(), "New should pass the service's panic on")
+		}()
+		_, _ = ringflake.New(ringflake.WithMachineIDService(p))
+		t.Error("New returned despite the service's panic")
+	}()
+	assert.Equal(t, 1, p.closeCount(), "the leaser is closed before the panic goes on")
+
+	x := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Valid: true}), goexit: true}
+	_, err := ringflake.New(ringflake.WithMachineIDService(x))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "runtime.Goexit")
+	assert.Equal(t, 1, x.closeCount(), "the leaser is closed")
+}
+
+// slowLeaser answers after a delay, honouring nothing.
+type slowLeaser struct {
+	*fakeLeaser
+	delay time.Duration
+}
+
+func (s slowLeaser) MachineID(context.Context) (int64, error) {
+	time.Sleep(s.delay)
+	return s.fakeLeaser.MachineID(context.Background())
+}
+
+// An acquire timeout meant as "as long as it takes" must not overflow into
+// no wait at all.
+func TestHugeAcquireTimeout(t *testing.T) {
+	t.Parallel()
+	s := slowLeaser{newFakeLeaser(machineid.Lease{ID: 6, Valid: true}), 20 * time.Millisecond}
+	g, err := ringflake.New(ringflake.WithMachineIDService(s), ringflake.WithAcquireTimeout(math.MaxInt64))
+	require.NoError(t, err)
+	defer g.Close()
+	assert.Equal(t, int64(6), g.MachineID())
 }

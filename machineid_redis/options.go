@@ -91,8 +91,10 @@ func WithCallTimeout(d time.Duration) Option {
 
 // WithMaxClockSkew sets how far apart the clocks of the processes sharing
 // the prefix may be, for the one case the marks cannot cover: a Redis that
-// lost them (a restart without persistence, a failover to a replica that
-// lagged, a FLUSHALL). For the TTL plus d after such a server starts,
+// restarted without them (no persistence, or an older snapshot). Marks
+// lost without a restart (a failover to a replica that lagged, a FLUSHALL)
+// are not covered at all; see the package doc. For the TTL plus d after
+// such a server starts,
 // every ID is taken to have been used up to its start + TTL + d, so a
 // process whose clock is up to d behind a holder that was live before the
 // restart does not reuse that holder's times. The price is a pause of up

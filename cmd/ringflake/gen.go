@@ -48,6 +48,10 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if err := f.redis.check(set); err != nil {
 		return err
 	}
+	// A write to a closed pipe (stdout, or stderr for a note) then fails
+	// with EPIPE instead of killing the process, which would leave a
+	// Redis lease held until its TTL.
+	signal.Ignore(syscall.SIGPIPE)
 	opts := []ringflake.Option{ringflake.WithMachineID(f.machineID)}
 	var clock func() time.Time
 	if f.clockOffset != 0 {
@@ -65,10 +69,11 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		}
 		defer done()
 		// A restarted process may have to wait for its clock to pass the
-		// previous holder's mark, up to a TTL; Redis blips are ridden
-		// out the same way.
+		// previous holder's mark, and a process on a fresh Redis for the
+		// restart floor: up to a TTL counted from when the lease came in,
+		// plus the tick after it. Redis blips are ridden out the same way.
 		opts[0] = ringflake.WithMachineIDService(svc)
-		opts = append(opts, ringflake.WithMaxWait(f.redis.ttl))
+		opts = append(opts, ringflake.WithMaxWait(f.redis.ttl+markWaitSlack))
 	}
 	g, err := ringflake.New(opts...)
 	if err != nil {
@@ -86,11 +91,13 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	noteMarkWait(svc, clock, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// A write to a closed pipe then fails with EPIPE instead of killing
-	// the process, which would leave its lease held until the TTL.
-	signal.Ignore(syscall.SIGPIPE)
 	return writeIDs(ctx, g, f.n, stdout)
 }
+
+// markWaitSlack is what gen's MaxWait adds to the TTL with Redis: a wait
+// for an inherited mark lasts up to a TTL from when the lease came in, and
+// the first ID comes from the tick after the mark.
+const markWaitSlack = time.Second
 
 // markWaitNote is the shortest wait for an inherited mark that gen
 // explains on stderr before it starts, so that a pause of up to a TTL
