@@ -70,7 +70,9 @@ func WithMachineID(id int64) Option {
 // WithMachineIDService makes New ask svc for the machine ID, waiting at most
 // the acquire timeout. If svc is a [machineid.Leaser], the generator follows
 // its lease: it issues nothing while the lease is invalid, never issues a
-// time outside the lease's bounds, and releases the lease on Close.
+// time outside the lease's bounds, and releases the lease on Close. A
+// panic in svc.MachineID reaches New's caller, as a direct call's would,
+// after a Leaser is closed.
 func WithMachineIDService(svc machineid.Service) Option {
 	return optionFunc(func(c *config) { c.service, c.serviceSet = svc, true })
 }
