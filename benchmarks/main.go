@@ -39,6 +39,7 @@ type options struct {
 	peerFilter []string
 	bufIDs     int
 	cpuProfile string
+	quick      bool
 }
 
 func parseFlags() (options, error) {
@@ -56,6 +57,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.bufIDs, "buf", 8<<20, "IDs kept per saturation run for the duplicate check")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (with -peers to profile one generator)")
 	flag.Parse()
+	o.quick = *quick
 	if *quick {
 		o.rounds, o.window, o.pacedDur, o.batches = 1, 50*time.Millisecond, 100*time.Millisecond, 10
 	}
@@ -120,7 +122,7 @@ func run(o options) bool {
 	for _, p := range peers {
 		dups[p] = &dupResult{}
 	}
-	var sum summary
+	sum := summary{quick: o.quick}
 	if o.run["sat"] {
 		saturation(o, peers, dups, &sum)
 	}
