@@ -53,10 +53,13 @@
 //     but never beyond the latest time the clock ever showed. Spare space
 //     during such a step is at most N × 2^SequenceBits IDs.
 //   - spare sequence used up: the call waits, in real time, for the clock
-//     to reach the next tick, whose slot may have spare space, and retries.
-//     If MaxWait ([WithMaxWait], default [DefaultMaxWait]) passes first, it
-//     returns a [*ClockError] wrapping [ErrClockBehind] that says how far
-//     behind the clock was and how long the call waited.
+//     to reach the first tick whose slot can serve it (the next one, or,
+//     when the slots of the ticks after it are used up at later ticks, the
+//     first reading past those) and retries. If MaxWait ([WithMaxWait],
+//     default [DefaultMaxWait]) passes first, or the wait is known at the
+//     start to be longer, it returns a [*ClockError] wrapping
+//     [ErrClockBehind] that says how far behind the clock was and how long
+//     the call waited.
 //
 // Forward jumps need nothing: new ticks start fresh. A clock before the
 // layout's epoch or past its end fails at once ([ErrClockBeforeEpoch],

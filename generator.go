@@ -354,14 +354,14 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 // against, and latest the latest tick the clock has shown if the reading
 // was confirmed behind it, or -1.
 func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, st *machineState, dst []ID, latest int64) (int, error) {
-	need, fail := g.plan(cs, ticks, d, t, st, latest)
+	need, at, fail := g.plan(cs, ticks, d, t, st, latest)
 	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
 	if err != nil {
 		err.Clock = r.time()
 		return 0, err
 	}
 	if cs == exhausted {
-		n, err := g.ticks.wait(ctx, g, w, ticks+1, sleepFor, dst)
+		n, err := g.ticks.wait(ctx, g, w, at, sleepFor, dst)
 		if n == 0 && err == nil {
 			w.lost++
 		}
@@ -381,32 +381,37 @@ func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r read
 // caller descheduled between reading and claiming does not count), else
 // -1. The error is a value, so a wait that succeeds allocates nothing for
 // it.
-func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, st *machineState, latest int64) (time.Duration, ClockError) {
+func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, st *machineState, latest int64) (need time.Duration, at int64, fail ClockError) {
 	switch cs {
 	case exhausted:
-		need := g.span(ticks+1) - d
+		// Usually the next tick; later if the slots of the ticks after
+		// this one are exhausted at later ticks (see nextServable), so
+		// that callers do not wake every tick for nothing and a wait that
+		// cannot end within MaxWait fails at once.
+		at = g.ring.nextServable(ticks)
+		need = g.span(at) - d
 		if t > ticks {
-			return need, ClockError{Err: ErrClockBehind, By: g.span(t) - d}
+			return need, at, ClockError{Err: ErrClockBehind, By: g.span(t) - d}
 		}
 		if latest >= 0 {
 			// The tick's spare sequence is used up while the clock is
 			// behind: that is the clock's fault, not demand's.
-			return need, ClockError{Err: ErrClockBehind, By: g.span(latest) - d}
+			return need, at, ClockError{Err: ErrClockBehind, By: g.span(latest) - d}
 		}
-		return need, ClockError{Err: ErrSequenceExhausted}
+		return need, at, ClockError{Err: ErrSequenceExhausted}
 	case belowFloor:
-		need := g.span(st.b.floor+1) - d
-		return need, ClockError{Err: ErrClockBehind, By: need}
+		need = g.span(st.b.floor+1) - d
+		return need, 0, ClockError{Err: ErrClockBehind, By: need}
 	default: // aboveCeil, or no valid lease
 		if !st.valid {
 			// Only a lease report can help, and it closes st.changed: wait
 			// for it for as long as MaxWait allows.
-			return g.maxWait, ClockError{Err: ErrLeaseLost}
+			return g.maxWait, 0, ClockError{Err: ErrLeaseLost}
 		}
 		// Past the confirmed mark: a renewal raises it, and a clock
 		// stepping back can bring the tick under it, which no report
 		// announces; look at the clock again every leasePoll.
-		return leasePoll(g.layout.Tick), ClockError{Err: ErrLeaseLost}
+		return leasePoll(g.layout.Tick), 0, ClockError{Err: ErrLeaseLost}
 	}
 }
 

@@ -1,6 +1,9 @@
 package ringflake
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // ring remembers, for every residue of the tick modulo the ring's size, the
 // last (tick, sequence) pair issued for a tick with that residue.
@@ -113,6 +116,39 @@ func (r *ring) claim(tick int64, n uint64, b bounds) (t int64, seq, got uint64, 
 		}
 	}
 }
+
+// nextServable returns the first tick after tick at which a clock reading
+// could claim, judging by the slots now: the tick's slot is older than it
+// (or empty), or holds it or a later tick with sequence left. A slot
+// exhausted at w can never serve a reading at or before w, since its value
+// only grows and only a reading after w moves it on; the first reading
+// after w that maps to it is w+size. So when the slot of tick+1 is
+// exhausted at a later tick (a step back longer than the ring's memory, or
+// its spare sequence used up), waiting for the next tick is futile, and
+// this tells how long to wait instead. Up to scanSlots slots are looked at;
+// a ring larger than that may have a servable tick further on, and the
+// answer is then at most tick+scanSlots+1, where the caller looks again.
+// Only waits depend on it, never uniqueness: claim decides.
+func (r *ring) nextServable(tick int64) int64 {
+	n := min(int64(r.size), scanSlots)
+	first := int64(math.MaxInt64)
+	for k := int64(1); k <= n; k++ {
+		u := tick + k
+		old := r.slot(u).Load()
+		if old < uint64(u+1)<<r.seqBits || old&r.seqMask != r.seqMask {
+			return u
+		}
+		first = min(first, int64(old>>r.seqBits)-1+int64(r.size))
+	}
+	if n < int64(r.size) {
+		return min(first, tick+n+1)
+	}
+	return first
+}
+
+// scanSlots bounds nextServable's look at the ring, which runs only when a
+// claim has found its tick exhausted.
+const scanSlots = 256
 
 // latestTick returns the latest tick any slot has issued, or -1.
 func (r *ring) latestTick() int64 {

@@ -224,3 +224,47 @@ func newTestRing(size, seqBits int) *ring {
 	r.init(size, seqBits)
 	return r
 }
+
+func TestRingNextServable(t *testing.T) {
+	t.Parallel()
+	full := func(r *ring, tick int64) { r.slot(tick).Store(uint64(tick+1)<<r.seqBits | r.seqMask) }
+	part := func(r *ring, tick int64) { r.slot(tick).Store(uint64(tick+1) << r.seqBits) }
+	tests := []struct {
+		name  string
+		size  int
+		setup func(r *ring)
+		tick  int64
+		want  int64
+	}{
+		{"empty ring: the next tick", 4, func(*ring) {}, 10, 11},
+		{"next slot older: the next tick", 4, func(r *ring) { full(r, 7) }, 10, 11},
+		{"next slot later with room: the next tick serves it", 4, func(r *ring) { part(r, 19) }, 10, 11},
+		{"every slot full at later ticks: the first reading past one of them", 4,
+			func(r *ring) { full(r, 17); full(r, 18); full(r, 19); full(r, 20) }, 10, 21},
+		{"one slot of four free further on", 4,
+			func(r *ring) { full(r, 19); full(r, 20); full(r, 17) }, 10, 14},
+		{"a ring of one, full at a later tick: the tick after it", 1, func(r *ring) { full(r, 500) }, 400, 501},
+		{"a ring of one at normal saturation: the next tick", 1, func(r *ring) { full(r, 400) }, 400, 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newTestRing(tt.size, 2)
+			tt.setup(r)
+			got := r.nextServable(tt.tick)
+			assert.Equal(t, tt.want, got, "nextServable(%d)", tt.tick)
+			// What it promises: no tick before it can be claimed now.
+			for u := tt.tick + 1; u < got; u++ {
+				_, _, _, st := r.claim(u, 1, open)
+				assert.Equal(t, exhausted, st, "tick %d, before %d, should be exhausted", u, got)
+			}
+		})
+	}
+	t.Run("a ring larger than the scan", func(t *testing.T) {
+		r := newTestRing(1024, 2)
+		for u := int64(2000); u < 2000+1024; u++ {
+			full(r, u)
+		}
+		got := r.nextServable(1000)
+		assert.Equal(t, int64(1000+scanSlots+1), got, "past what it looked at, it says to look again")
+	})
+}

@@ -201,9 +201,9 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 // followers go, with nothing claimed for them, and the panic goes on to
 // the leader's caller.
 func (tw *tickWait) lead(ctx context.Context, g *Generator, w *waiter, r *round, tick int64, d time.Duration, dst []ID) (int, error) {
-	open := true // the gate is still held
+	holding := true // the gate is still held
 	defer func() {
-		if open {
+		if holding {
 			tw.abandon(r)
 		}
 	}()
@@ -221,7 +221,7 @@ func (tw *tickWait) lead(ctx context.Context, g *Generator, w *waiter, r *round,
 	if done != nil {
 		close(done)
 	}
-	open = false
+	holding = false
 	r.gate.Unlock()
 	n := 0
 	if err == nil {

@@ -399,3 +399,49 @@ func TestAbandon(t *testing.T) {
 	assert.Nil(t, tw.cur, "no one may join an abandoned round")
 	assert.Same(t, r, tw.free, "the round is reused once its followers are done")
 }
+
+// A step back longer than the ring, once the ring's later ticks are used
+// up: no tick before the clock passes them can serve, so a caller sleeps
+// until then instead of waking every tick (which, with thousands of
+// callers, burned the CPU), and fails at once when that is past MaxWait.
+func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
+	t.Parallel()
+	l := Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
+	var (
+		reads atomic.Int64
+		back  atomic.Int64 // how far the clock is stepped back
+	)
+	start := time.Now()
+	clock := func() time.Time {
+		reads.Add(1)
+		return l.Epoch.Add(1000*l.Tick + time.Since(start) - time.Duration(back.Load()))
+	}
+	g, err := New(WithLayout(l), WithRingSize(1), WithMaxWait(time.Second), WithClock(clock))
+	require.NoError(t, err)
+	for range 4 { // the current tick's whole sequence: the one slot is full
+		_, err := g.NextID()
+		require.NoError(t, err)
+	}
+	latest := g.latest.Load()
+	back.Store(int64(40 * time.Millisecond))
+	reads.Store(0)
+	id, err := g.NextID()
+	require.NoError(t, err, "the clock passes the full tick within MaxWait")
+	assert.Greater(t, l.Decompose(id).Ticks, latest, "the ID comes from a tick after the full one")
+	assert.Less(t, reads.Load(), int64(20), "clock reads while waiting about 40 ticks (one wake-up per tick would read far more)")
+	t.Logf("%d clock reads", reads.Load())
+
+	g2, err := New(WithLayout(l), WithRingSize(1), WithMaxWait(10*time.Millisecond), WithClock(clock))
+	require.NoError(t, err)
+	back.Store(0)
+	for range 4 {
+		_, err := g2.NextID()
+		require.NoError(t, err)
+	}
+	back.Store(int64(500 * time.Millisecond))
+	_, err = g2.NextID()
+	require.ErrorIs(t, err, ErrClockBehind)
+	var ce *ClockError
+	require.ErrorAs(t, err, &ce)
+	assert.Zero(t, ce.Waited, "a wait that cannot end within MaxWait fails at once")
+}

@@ -180,43 +180,127 @@ func simulate(c simConfig) ([]laneResult, error) {
 	return results, nil
 }
 
-// drive sends the load to one lane and counts what it did.
+// drive sends the load to one lane and counts what it did. In real time
+// the load is open: a request goes out when it is due, whatever the
+// requests before it are doing, from a pool of workers large enough for
+// every request of MaxWait to wait at once, so a wait in one call does not
+// delay the calls due after it (a single caller would push them past the
+// step back, where they would look like ordinary requests). Virtual time
+// runs the calls one after another, each at its due time.
 func (c simConfig) drive(l lane) laneResult {
 	defer l.close()
 	n := c.requests()
-	r := laneResult{name: l.name, rows: make([]rowCount, c.rows)}
-	ids := make([]ringflake.ID, 0, n)
+	if c.virtual {
+		t := c.newTally(n)
+		for i := range n {
+			l.pace.waitUntil(c.due(i))
+			c.call(l, i, t)
+		}
+		return c.merge(l.name, []*tally{t})
+	}
+	workers := int(min(max(1.5*c.rate*(c.maxWait+10*time.Millisecond).Seconds(), 16), 8192))
+	jobs := make(chan int, workers)
+	tallies := make([]*tally, workers)
+	var wg sync.WaitGroup
+	for w := range tallies {
+		tallies[w] = c.newTally(n/workers + 1)
+		wg.Go(func() {
+			for i := range jobs {
+				c.call(l, i, tallies[w])
+			}
+		})
+	}
 	for i := range n {
-		due := c.due(i)
-		l.pace.waitUntil(due)
-		behind := l.clock.behind()
-		t0 := time.Now()
-		id, err := l.next()
-		r.longest = max(r.longest, time.Since(t0))
-		row := &r.rows[c.row(due)]
+		l.pace.waitUntil(c.due(i))
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return c.merge(l.name, tallies)
+}
+
+// tally is one worker's count of the requests it sent.
+type tally struct {
+	r        laneResult
+	ids      []ringflake.ID
+	firstIdx int // the request whose error is r.firstErr
+}
+
+func (c simConfig) newTally(capacity int) *tally {
+	return &tally{r: laneResult{rows: make([]rowCount, c.rows)}, ids: make([]ringflake.ID, 0, capacity)}
+}
+
+// call sends request i to l and counts it in t. An ID served while the
+// clock was behind the latest time it had shown, which a strict generator
+// refuses, is from spare space: the unused sequence of a recent tick.
+func (c simConfig) call(l lane, i int, t *tally) {
+	due := c.due(i)
+	behind := l.clock.behind()
+	t0 := time.Now()
+	id, err := l.next()
+	t.r.longest = max(t.r.longest, time.Since(t0))
+	row := &t.r.rows[c.row(due)]
+	if c.scheduledBehind(due) {
+		row.behind++
+	}
+	if err != nil {
+		t.r.failed++
+		row.failed++
 		if behind {
-			row.behind++
+			t.r.failedBehind++
 		}
-		if err != nil {
-			r.failed++
-			row.failed++
-			if behind {
-				r.failedBehind++
-			}
-			if r.firstErr == nil {
-				r.firstErr = err
-			}
-			continue
+		if t.r.firstErr == nil || i < t.firstIdx {
+			t.r.firstErr, t.firstIdx = err, i
 		}
-		r.served++
-		row.served++
-		if behind {
-			r.spare++
+		return
+	}
+	t.r.served++
+	row.served++
+	if behind {
+		t.r.spare++
+	}
+	t.ids = append(t.ids, id)
+}
+
+// merge adds up the workers' tallies and checks every ID for duplicates.
+func (c simConfig) merge(name string, ts []*tally) laneResult {
+	r := laneResult{name: name, rows: make([]rowCount, c.rows)}
+	firstIdx := 0
+	var ids []ringflake.ID
+	for _, t := range ts {
+		r.served += t.r.served
+		r.failed += t.r.failed
+		r.spare += t.r.spare
+		r.failedBehind += t.r.failedBehind
+		r.longest = max(r.longest, t.r.longest)
+		if t.r.firstErr != nil && (r.firstErr == nil || t.firstIdx < firstIdx) {
+			r.firstErr, firstIdx = t.r.firstErr, t.firstIdx
 		}
-		ids = append(ids, id)
+		for k, row := range t.r.rows {
+			r.rows[k].served += row.served
+			r.rows[k].failed += row.failed
+			r.rows[k].behind += row.behind
+		}
+		if ids == nil {
+			ids = t.ids
+		} else {
+			ids = append(ids, t.ids...)
+		}
 	}
 	r.dups = duplicates(ids)
 	return r
+}
+
+// scheduledBehind reports whether the clock reads behind the latest time
+// it has shown at d into the run, by the schedule alone: from the step on,
+// until it reads the tick it showed just before the step again. Timeline
+// rows are marked by it, so that the marks do not depend on when calls
+// happened to run.
+func (c simConfig) scheduledBehind(d time.Duration) bool {
+	if c.rollback <= 0 || d < c.stepAt {
+		return false
+	}
+	return (d-c.rollback)/time.Millisecond < (c.stepAt-1)/time.Millisecond
 }
 
 // duplicates counts IDs that equal an earlier one; it sorts ids.

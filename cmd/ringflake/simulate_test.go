@@ -181,3 +181,32 @@ func TestSimulateCommand(t *testing.T) {
 	assert.Equal(t, 1, dups, "one duplicates row")
 	assert.Equal(t, simRows, rows, "timeline rows in:\n%s", stdout)
 }
+
+// Rows are marked by the schedule, so every row inside the step back is
+// marked however late calls ran; in real time with ring 1, ringflake's
+// calls wait or fail there, and a single caller used to push the requests
+// due in the step past it, leaving its rows unmarked.
+func TestSimulateMarksEveryRowOfTheStep(t *testing.T) {
+	t.Parallel()
+	c := simConfig{rollback: 60 * time.Millisecond, stepAt: 60 * time.Millisecond, duration: 180 * time.Millisecond,
+		rate: 20000, ring: 1, maxWait: 20 * time.Millisecond, rows: 18}
+	for _, tt := range []struct {
+		at     time.Duration
+		behind bool
+	}{
+		{0, false}, {59 * time.Millisecond, false}, {60 * time.Millisecond, true},
+		{118 * time.Millisecond, true}, {119 * time.Millisecond, false}, {179 * time.Millisecond, false},
+	} {
+		assert.Equal(t, tt.behind, c.scheduledBehind(tt.at), "scheduledBehind(%v)", tt.at)
+	}
+	res, err := simulate(c)
+	require.NoError(t, err)
+	for _, r := range res {
+		assert.Zero(t, r.dups, "%s: duplicates", r.name)
+		assert.Equal(t, c.requests(), r.served+r.failed, "%s: every request served or failed", r.name)
+		for i, row := range r.rows {
+			inStep := i >= 6 && i < 12 // 10 ms rows: 60-120 ms
+			assert.Equal(t, inStep, row.behind > 0, "%s: row %d marked behind", r.name, i)
+		}
+	}
+}
