@@ -15,6 +15,9 @@ type Stats struct {
 	// StepBacks counts the times the clock was seen more than one tick
 	// behind the latest time it had shown. A step back counts once: the
 	// next one counts after the clock has passed that latest time again.
+	// A caller that read the clock just before a step and is scheduled
+	// just after it raises the latest time a little, and the step then
+	// counts again: the count is of steps seen, not a clock's history.
 	StepBacks uint64
 	// LargestStepBack is the furthest the clock was seen behind the latest
 	// time it had shown, rounded down to whole ticks.
@@ -65,7 +68,8 @@ const (
 // one by one while callers keep issuing, so a snapshot taken under load may
 // be off by about one tick's IDs; Issued never goes down from one snapshot
 // to the next. Issued counts sequences claimed, including the few a call
-// drops when a leased machine ID changes under it. Stats is safe for
+// drops when a leased machine ID changes under it, and the share a round's
+// leader claimed for a follower whose context ended while it waited. Stats is safe for
 // concurrent use and does not allocate; it reads every ring slot, about
 // 2 µs for the default 4096.
 func (g *Generator) Stats() Stats {
@@ -135,8 +139,10 @@ func (g *Generator) noteStepBack(latest, ticks int64) {
 			break
 		}
 	}
+	// The mark only moves up: a caller holding an older latest must not
+	// move it back and make the same step count again.
 	mark := c.stepMark.Load()
-	if mark == latest || !c.stepMark.CompareAndSwap(mark, latest) {
+	if latest <= mark || !c.stepMark.CompareAndSwap(mark, latest) {
 		return
 	}
 	c.stepBacks.Add(1)
