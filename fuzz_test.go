@@ -52,14 +52,27 @@ func FuzzGeneratorUnique(f *testing.F) {
 		got := make([][]issued, goroutines)
 		var eg errgroup.Group
 		for i := range goroutines {
+			// With several callers, every other one asks for batches
+			// (NextN), whose partial results on failure count too. One
+			// caller alone uses NextID, so that call k saw reading k.
+			batches := goroutines > 1 && i%2 == 1
 			eg.Go(func() error {
+				var dst [4]ringflake.ID
 				for k := range perG {
-					id, err := g.NextID()
-					if err == nil {
-						got[i] = append(got[i], issued{k, id})
-						continue
+					var err error
+					if batches {
+						var n int
+						n, err = g.NextN(dst[:1+k%len(dst)])
+						for _, id := range dst[:n] {
+							got[i] = append(got[i], issued{k, id})
+						}
+					} else {
+						var id ringflake.ID
+						if id, err = g.NextID(); err == nil {
+							got[i] = append(got[i], issued{k, id})
+						}
 					}
-					if !errors.Is(err, ringflake.ErrClockBehind) && !errors.Is(err, ringflake.ErrSequenceExhausted) {
+					if err != nil && !errors.Is(err, ringflake.ErrClockBehind) && !errors.Is(err, ringflake.ErrSequenceExhausted) {
 						return err
 					}
 				}
