@@ -56,10 +56,12 @@
 //     to reach the first tick whose slot can serve it (the next one, or,
 //     when the slots of the ticks after it are used up at later ticks, the
 //     first reading past those) and retries. If MaxWait ([WithMaxWait],
-//     default [DefaultMaxWait]) passes first, or the wait is known at the
-//     start to be longer, it returns a [*ClockError] wrapping
-//     [ErrClockBehind] that says how far behind the clock was and how long
-//     the call waited.
+//     default [DefaultMaxWait]) passes first, or the clock, going at its
+//     normal rate, would need longer than that to get there, it returns a
+//     [*ClockError] wrapping [ErrClockBehind] that says how far behind the
+//     clock was and how long the call waited. A clock that jumps forward
+//     again sooner (a step back corrected within MaxWait) is not waited
+//     for: the call fails at once rather than wake every tick in case.
 //
 // Forward jumps need nothing: new ticks start fresh. A clock before the
 // layout's epoch or past its end fails at once ([ErrClockBeforeEpoch],

@@ -355,6 +355,19 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 // was confirmed behind it, or -1.
 func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, st *machineState, dst []ID, latest int64) (int, error) {
 	need, at, fail := g.plan(cs, ticks, d, t, st, latest)
+	if cs == exhausted && at > ticks+1 {
+		// A wait longer than a tick, judged from a reading that may be
+		// old: a caller descheduled since it read the clock could sleep,
+		// or fail, for ticks the clock has already passed. Read it again;
+		// if it has moved on, go round again at once, else measure from
+		// the fresh reading. The rare path, and at most one extra read.
+		r2, d2 := g.read()
+		t2, ok := g.layout.ticksAt(d2, g.maxTicks, g.recip)
+		if !ok || t2 > ticks {
+			return 0, nil
+		}
+		r, need = r2, max(g.span(at)-d2, 1)
+	}
 	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
 	if err != nil {
 		err.Clock = r.time()

@@ -445,3 +445,31 @@ func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Zero(t, ce.Waited, "a wait that cannot end within MaxWait fails at once")
 }
+
+// A caller that read the clock at tick 1000 and was descheduled while
+// ticks 1001-1029 were used up finds them exhausted; the clock meanwhile
+// shows 1030, which has room. Judged from the old reading, the wait would
+// be 29 ticks, past MaxWait: pause must read the clock again and send the
+// caller round at once rather than sleep or fail.
+func TestPauseRereadsAStaleReading(t *testing.T) {
+	t.Parallel()
+	l := Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
+	now := l.Epoch.Add(1030*time.Millisecond + 100*time.Microsecond)
+	g, err := New(WithLayout(l), WithRingSize(64), WithMaxWait(20*time.Millisecond), WithClock(func() time.Time { return now }))
+	require.NoError(t, err)
+	r := &g.ring
+	for u := int64(1000); u < 1030; u++ {
+		r.slot(u).Store(uint64(u+1)<<r.seqBits | r.seqMask) // used up while the caller was away
+	}
+	g.latest.Store(1030)
+	stale := 1000*time.Millisecond + 500*time.Microsecond
+	var w waiter
+	start := time.Now()
+	n, err := g.pause(context.Background(), &w, exhausted, reading{t: now}, 1000, stale, 1000, g.state.Load(), make([]ID, 1), -1)
+	assert.NoError(t, err, "the clock already shows a tick with room")
+	assert.Zero(t, n)
+	assert.True(t, w.start.IsZero(), "pause should not have slept (it took %v)", time.Since(start))
+	id, err := g.NextID()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1030), l.Decompose(id).Ticks)
+}
