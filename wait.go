@@ -16,6 +16,7 @@ import (
 type waiter struct {
 	start     time.Time // set at the first sleep; zero if the call never slept
 	rechecked bool      // a step back was seen once and the clock read again
+	reread    bool      // a long wait's stale reading sent the call round once
 	lost      int       // tick waits (led, followed or slept alone) this call got nothing from
 	stalled   bool      // the clock did not show the tick after the last tick wait: sleep, do not yield
 }

@@ -473,3 +473,32 @@ func TestPauseRereadsAStaleReading(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1030), l.Decompose(id).Ticks)
 }
+
+// A clock that flips between two readings, a tick apart, at a point where
+// the ring is used up for many ticks: the fresh reading is always ahead of
+// the one the claim used, and going round again on it each time would never
+// end. The call must end, within its MaxWait.
+func TestFlippingClockCannotLoopTheCall(t *testing.T) {
+	t.Parallel()
+	l := Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
+	var reads atomic.Int64
+	g, err := New(WithLayout(l), WithRingSize(64), WithMaxWait(0), WithClock(func() time.Time {
+		return l.Epoch.Add(time.Duration(1000+(reads.Add(1)+1)%2) * time.Millisecond) // 1000, 1001, 1000, ...: each claim reads 1000
+	}))
+	require.NoError(t, err)
+	r := &g.ring
+	for u := int64(1000); u < 1064; u++ {
+		r.slot(u).Store(uint64(u+1+64)<<r.seqBits | r.seqMask) // every slot used up 64 ticks on
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.NextID()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, ErrClockBehind)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("NextID still going round after 5 s and %d clock reads, with MaxWait 0", reads.Load())
+	}
+}
