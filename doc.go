@@ -94,8 +94,10 @@
 //
 // NextID and NextN wait only when their tick has no sequence left, when
 // the clock is behind with no spare sequence, or when a leased machine ID
-// is not confirmed. They sleep and never wait longer than MaxWait in total, measured with the monotonic clock, so neither an
-// injected frozen clock nor a wall-clock step can stretch it. With
+// is not confirmed. They sleep, for MaxWait in total at most (plus the
+// timers' lateness; see [WithMaxWait]), measured with the monotonic clock,
+// so neither an injected frozen clock nor a wall-clock step can stretch
+// it. With
 // MaxWait 0 they never wait. Callers waiting for the same tick share one
 // sleeper: on Linux it sleeps in nanosleep(2) until just before the tick
 // (the runtime's timers can wake a millisecond late and skip a whole tick),

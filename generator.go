@@ -359,18 +359,19 @@ func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r read
 		// A wait longer than a tick, judged from a reading that may be
 		// old: a caller descheduled since it read the clock could sleep,
 		// or fail, for ticks the clock has already passed. Read it again;
-		// if it has moved on, go round again at once, else measure from
-		// the fresh reading. The rare path: one extra read, and one retry
-		// per call, so that a clock that flips between two readings
-		// cannot keep the call going round without ever waiting.
-		r2, d2 := g.read()
+		// if it has moved on, go round again at once, else measure the
+		// wait from the fresh reading (the error, if any, still describes
+		// the reading the claim used). The rare path: one extra read, and
+		// one retry per call, so that a clock that flips between two
+		// readings cannot keep the call going round without ever waiting.
+		_, d2 := g.read()
 		t2, ok := g.layout.ticksAt(d2, g.maxTicks, g.recip)
 		if ok && t2 > ticks && !w.reread {
 			w.reread = true
 			return 0, nil
 		}
 		if ok {
-			r, need = r2, max(g.span(at)-d2, 1)
+			need = max(g.span(at)-d2, 1)
 		}
 	}
 	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)

@@ -115,8 +115,9 @@ func WithRingSize(n int) Option {
 // virtual machine's are descheduled), and by up to 200 µs that a wait for
 // the next tick spends checking whether the clock shows it. If the clock
 // says the wait will be longer than what is left, the call fails at once
-// rather than sleep. Zero means never wait: fail at once. NextN's whole batch shares one MaxWait, so a batch larger
-// than about (MaxWait/Tick)×2^SequenceBits cannot succeed. The default is
+// rather than sleep. Zero means never wait: fail at once. NextN's whole
+// batch shares one MaxWait, so a batch larger than about
+// (MaxWait/Tick)×2^SequenceBits cannot succeed. The default is
 // [DefaultMaxWait].
 func WithMaxWait(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.maxWait = d })
