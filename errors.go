@@ -22,9 +22,9 @@ var (
 	// layout's range (see [Layout.End]).
 	ErrTimeOverflow = errors.New("ringflake: time is past the end of the layout's range")
 
-	// ErrClockBehind means the clock was behind time already used (a step
-	// back, or the previous holder's mark of a leased machine ID), no spare
-	// sequence was left for it, and it did not catch up within MaxWait.
+	// ErrClockBehind means the clock stepped back behind time already used,
+	// no spare sequence was left for it, and it did not catch up within
+	// MaxWait.
 	ErrClockBehind = errors.New("ringflake: clock is behind and no spare sequence is left")
 
 	// ErrSequenceExhausted means every sequence of the current tick was
@@ -36,9 +36,17 @@ var (
 	ErrSequenceExhausted = errors.New("ringflake: sequence exhausted and MaxWait ran out before the next tick")
 
 	// ErrLeaseLost means the generator's machine ID comes from a lease that
-	// it can no longer prove it holds, or that does not yet cover the
-	// current time, and that did not recover within MaxWait.
+	// it can no longer prove it holds, or whose confirmed mark the clock has
+	// passed, and that did not recover within MaxWait. The error also wraps
+	// the lease's cause, such as the store's error, when there is one.
 	ErrLeaseLost = errors.New("ringflake: machine ID lease is not held")
+
+	// ErrMarkAhead means the generator's leased machine ID inherited a mark
+	// that the clock has not reached yet: the previous holder of the ID may
+	// have issued IDs up to that time, or the store restarted and cannot
+	// rule it out, and the clock did not pass it within MaxWait. The clock
+	// is not at fault; the wait ends by itself, at the mark.
+	ErrMarkAhead = errors.New("ringflake: machine ID's inherited mark is ahead of the clock")
 
 	// ErrClosed means [Generator.Close] was called, or the Generator was
 	// not made by [New].
@@ -75,17 +83,19 @@ var (
 	ErrIDNull = errors.New("ringflake: NULL is not an ID; scan into a NullID")
 )
 
-// ClockError reports a failure caused by the clock, with the figures needed
-// to explain it in one log line. Unwrap returns one of the sentinel errors
-// above, so errors.Is(err, ErrClockBehind) works on a *ClockError.
+// ClockError reports a failure to issue caused by time, with the figures
+// needed to explain it in one log line. Unwrap returns Err, so
+// errors.Is(err, ErrClockBehind) works on a *ClockError.
 type ClockError struct {
 	// Err is the sentinel: ErrClockBeforeEpoch, ErrTimeOverflow,
-	// ErrClockBehind, ErrSequenceExhausted or ErrLeaseLost.
+	// ErrClockBehind, ErrSequenceExhausted, ErrMarkAhead or ErrLeaseLost,
+	// the last wrapped together with the lease's cause when it has one.
 	Err error
 	// Clock is the last clock reading.
 	Clock time.Time
 	// By is how far the clock was from usable time: how far before the
-	// epoch, past the end, or behind the time already used.
+	// epoch or past the end of the layout, behind the time already used, or
+	// before the inherited mark.
 	By time.Duration
 	// Waited is how long the call waited, in real elapsed time.
 	Waited time.Duration
@@ -93,18 +103,21 @@ type ClockError struct {
 
 // Error returns the sentinel's message followed by the figures.
 func (e *ClockError) Error() string {
-	switch e.Err {
-	case ErrClockBeforeEpoch:
-		return fmt.Sprintf("%v: clock %s is %v before it", e.Err, e.Clock.Format(time.RFC3339Nano), e.By)
-	case ErrTimeOverflow:
-		return fmt.Sprintf("%v: clock %s is %v past it", e.Err, e.Clock.Format(time.RFC3339Nano), e.By)
-	case ErrSequenceExhausted, ErrLeaseLost:
-		return fmt.Sprintf("%v: clock %s, waited %v", e.Err, e.Clock.Format(time.RFC3339Nano), e.Waited)
+	clock := e.Clock.Format(time.RFC3339Nano)
+	switch {
+	case errors.Is(e.Err, ErrClockBeforeEpoch):
+		return fmt.Sprintf("%v: clock %s is %v before it", e.Err, clock, e.By)
+	case errors.Is(e.Err, ErrTimeOverflow):
+		return fmt.Sprintf("%v: clock %s is %v past it", e.Err, clock, e.By)
+	case errors.Is(e.Err, ErrMarkAhead):
+		return fmt.Sprintf("%v: clock %s is %v before it (%s), waited %v", e.Err, clock, e.By, e.Clock.Add(e.By).Format(time.RFC3339Nano), e.Waited)
+	case errors.Is(e.Err, ErrSequenceExhausted), errors.Is(e.Err, ErrLeaseLost):
+		return fmt.Sprintf("%v: clock %s, waited %v", e.Err, clock, e.Waited)
 	}
-	return fmt.Sprintf("%v: clock %s is %v behind, waited %v", e.Err, e.Clock.Format(time.RFC3339Nano), e.By, e.Waited)
+	return fmt.Sprintf("%v: clock %s is %v behind, waited %v", e.Err, clock, e.By, e.Waited)
 }
 
-// Unwrap returns the sentinel error.
+// Unwrap returns Err.
 func (e *ClockError) Unwrap() error { return e.Err }
 
 func configErr(name string, value any, valid string) error {

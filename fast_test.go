@@ -141,13 +141,13 @@ func TestFastRespectsBounds(t *testing.T) {
 	require.NoError(t, err)
 	tick := g.stableTick(t)
 	for _, b := range []bounds{{floor: tick, ceil: g.maxTicks}, {floor: -1, ceil: tick - 1}, {floor: tick + 5, ceil: tick + 10}} {
-		g.state.Store(&machineState{machine: 2, b: b, valid: true})
+		g.state.Store(&machineState{machine: 2, b: b})
 		g.ring.slot(tick).Store(0)
 		_, ok := g.fast()
 		assert.Falsef(t, ok, "fast issued tick %d with bounds %+v", tick, b)
 		assert.Zerof(t, g.ring.slot(tick).Load(), "fast claimed under bounds %+v", b)
 	}
-	g.state.Store(&machineState{machine: 2, b: bounds{floor: tick - 1, ceil: tick}, valid: true})
+	g.state.Store(&machineState{machine: 2, b: bounds{floor: tick - 1, ceil: tick}})
 	id, ok := g.fast()
 	require.True(t, ok, "a tick just inside the bounds")
 	assert.Equal(t, tick, g.layout.Decompose(id).Ticks)

@@ -2,6 +2,7 @@ package ringflake
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -28,39 +29,30 @@ type Generator struct {
 	maxTicks  int64            // layout.MaxTicks(), written once by New
 	recip     uint64           // reciprocal(layout.Tick), written once by New
 	maxWait   time.Duration    // written once by New
-	events    *events          // nil without WithEvents; written once by New
+	logger    *logger          // nil without WithLogger; written once by New
 	ticks     tickWait         // shares one sleeper among callers waiting for a tick
 
-	leaser    machineid.Leaser // nil unless the machine ID is leased
+	leaser    machineid.Leaser // nil unless the machine ID is leased; written once by New
 	stopWatch func()           // stops the lease watch; nil unless leased
 	closeOnce sync.Once
 	closeErr  error // written inside closeOnce
 }
 
-// machineState is an immutable snapshot of the machine ID and the ticks it
-// may issue. Replacing the whole snapshot with one pointer store keeps the
-// machine ID and its bounds consistent for a reader without a lock.
-type machineState struct {
-	machine int64
-	b       bounds
-	valid   bool // false while a lease is lost, and after Close
-	closed  bool
-	pending bool // a leased generator before the lease's first report
-
-	// changed is closed by whoever replaces this state, so a call waiting
-	// for a lease wakes when the lease changes instead of polling. It is nil
-	// for a fixed machine ID and for the closed state, which nothing replaces.
-	changed chan struct{}
-}
-
-// New returns a Generator configured by opts. It returns an error wrapping
-// [ErrInvalidConfig] if the layout is invalid, the ring size is outside
-// 1..[MaxRingSize], MaxWait is negative, the clock is nil, the machine ID is
-// outside 0..Layout.MaxMachine(), a [machineid.Ranger] service's range
-// reaches outside it, or both WithMachineID and WithMachineIDService are
-// given. With WithMachineIDService, it also returns the service's error,
-// wrapped, or one wrapping [context.DeadlineExceeded] if the service did
-// not answer within the acquire timeout.
+// New returns a Generator configured by opts. It needs a machine ID, from
+// [WithMachineID] or [WithMachineIDSource]; every other option has a
+// default.
+//
+// New returns an error wrapping [ErrInvalidConfig] if no machine ID or both
+// kinds are given, an option is out of range, the layout is invalid or
+// cannot issue an ID at the generator's clock's time now (the epoch is
+// ahead of it, the layout's range has ended, or Tick is under 1µs), or the
+// machine ID source is a [machineid.Leaser] that a live generator already
+// uses. With a source it also returns the source's error, wrapped; one
+// wrapping [context.DeadlineExceeded] if the source did not answer within
+// the acquire timeout; and a [*ClockError] wrapping [ErrMarkAhead] if the
+// leased ID's inherited mark is further ahead of the clock than what is
+// left of the acquire timeout, or [ErrLeaseLost] if the lease was lost
+// before the generator could issue.
 func New(opts ...Option) (*Generator, error) {
 	c := defaultConfig()
 	for _, o := range opts {
@@ -78,7 +70,7 @@ func New(opts ...Option) (*Generator, error) {
 		clock:     c.clock,
 		epochNano: c.layout.Epoch.UnixNano(),
 		layout:    c.layout,
-		maxTicks:  c.layout.MaxTicks(),
+		maxTicks:  c.layout.maxTicks(),
 		recip:     reciprocal(c.layout.Tick),
 		maxWait:   c.maxWait,
 	}
@@ -87,33 +79,52 @@ func New(opts ...Option) (*Generator, error) {
 	if g.clock == nil {
 		g.wall = newWallClock()
 	}
-	if c.events != nil {
-		g.events = &events{fn: c.events, interval: c.eventInterval, longWait: c.longWait, born: time.Now()}
+	if err := g.canIssueNow(); err != nil {
+		return nil, err
 	}
-	if c.service == nil {
+	if c.log != nil {
+		g.logger = &logger{l: c.log, born: time.Now()}
+	}
+	if c.source == nil {
 		g.state.Store(g.fixed(c.machineID))
 		return g, nil
 	}
-	if err := g.attach(c.service, c.acquireTimeout); err != nil {
+	if err := g.attach(c.source, c.acquireTimeout); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// fixed is the state of a machine ID that is not leased.
-func (g *Generator) fixed(machine int64) *machineState {
-	return &machineState{machine: machine, b: bounds{floor: -1, ceil: g.maxTicks}, valid: true}
+// minTick is the shortest Tick New accepts: below it the time field counts
+// instants no clock tells apart.
+const minTick = time.Microsecond
+
+// canIssueNow returns an error wrapping ErrInvalidConfig if the layout
+// cannot issue an ID at the clock's time now.
+func (g *Generator) canIssueNow() error {
+	l := g.layout
+	if l.Tick < minTick {
+		return configErr("Layout.Tick", l.Tick, "at least 1µs for a generator")
+	}
+	r, d := g.read()
+	if _, ok := l.ticksAt(d, g.maxTicks, g.recip); !ok {
+		now := r.time().Format(time.RFC3339Nano)
+		if d < 0 {
+			return fmt.Errorf("%w: Layout.Epoch %s is ahead of the clock (%s): the layout cannot issue yet", ErrInvalidConfig, l.Epoch.Format(time.RFC3339Nano), now)
+		}
+		return fmt.Errorf("%w: the layout's range ended at %s, before the clock (%s)", ErrInvalidConfig, l.End().Format(time.RFC3339Nano), now)
+	}
+	return nil
 }
 
 // NextID returns a new ID. It may wait, in real time and at most MaxWait,
 // for the next tick when the current one is used up, for a clock that is
-// behind, or for a lease to be confirmed. It returns a [*ClockError]
-// wrapping [ErrClockBeforeEpoch], [ErrTimeOverflow], [ErrClockBehind],
-// [ErrSequenceExhausted] or [ErrLeaseLost], or [ErrClosed]. NextID is safe
-// for concurrent use. It allocates nothing, waits for the clock included;
-// only a failure allocates, for its error, and so may a wait for a lease
-// (its timer), which happens only while a lease is lost or not yet
-// confirmed far enough ahead.
+// behind, or for a lease. It returns a [*ClockError] wrapping
+// [ErrClockBeforeEpoch], [ErrTimeOverflow], [ErrClockBehind],
+// [ErrSequenceExhausted], [ErrMarkAhead] or [ErrLeaseLost], or
+// [ErrClosed]. NextID is safe for concurrent use. It allocates nothing,
+// waits for the clock included; only a failure allocates, for its error, and
+// so may a wait for a lease (its timer).
 func (g *Generator) NextID() (ID, error) {
 	if id, ok := g.fast(); ok {
 		return id, nil
@@ -143,7 +154,7 @@ func (g *Generator) fast() (ID, bool) {
 		g.observe(ticks) // raises latest; a step back is the slow path's
 	}
 	st := g.state.Load()
-	if !st.valid || ticks <= st.b.floor || ticks > st.b.ceil {
+	if st.kind != held || ticks <= st.b.floor || ticks > st.b.ceil {
 		return 0, false
 	}
 	// One step of ring.claim, inlined, for the two cases that need no
@@ -180,19 +191,6 @@ func (g *Generator) fastClaim(ticks int64, st *machineState) (ID, bool) {
 	return g.layout.compose(t, st.machine, int64(seq)), true
 }
 
-// NextIDContext is NextID with a context: a wait also ends when ctx is
-// done, and then NextIDContext returns ctx.Err(); otherwise it returns the
-// errors NextID does. With a ctx that can be done, a wait may allocate (a
-// timer, or a channel to select on). It is safe for concurrent use.
-func (g *Generator) NextIDContext(ctx context.Context) (ID, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	var id [1]ID
-	_, err := g.fill(ctx, id[:])
-	return id[0], err
-}
-
 // NextN fills dst with new IDs and returns how many it issued, len(dst)
 // unless it fails. IDs of one tick are claimed with one CAS, so a batch costs
 // little more than a single ID. It keeps every guarantee of NextID, and
@@ -205,29 +203,17 @@ func (g *Generator) NextN(dst []ID) (int, error) {
 	return g.fill(context.Background(), dst)
 }
 
-// NextNContext is NextN with a context, as NextIDContext is to NextID: a
-// wait also ends when ctx is done, and it then returns the IDs issued so
-// far and ctx.Err(). It is safe for concurrent use.
-func (g *Generator) NextNContext(ctx context.Context, dst []ID) (int, error) {
-	if ctx == nil {
-		ctx = context.Background()
+// Lease returns the state of the generator's machine ID: the ID, whether
+// it is held, the lease's marks and, while it is not held, why. A fixed
+// machine ID is always held and has no marks; a closed generator's ID is -1
+// and its Err is [ErrClosed]. The generator issues when Held is true and
+// its clock is past After and not past Until. Lease is safe for concurrent
+// use.
+func (g *Generator) Lease() machineid.Lease {
+	if g == nil || g.clock == nil && g.wall == nil {
+		return machineid.Lease{ID: -1, Err: ErrClosed}
 	}
-	return g.fill(ctx, dst)
-}
-
-// MachineID returns the machine ID the generator issues with now. With a
-// leased ID it can change when the lease is lost and another ID is taken.
-// It returns -1 if the generator is closed. MachineID is safe for
-// concurrent use.
-func (g *Generator) MachineID() int64 {
-	if g == nil {
-		return -1
-	}
-	st := g.state.Load()
-	if st == nil || st.closed {
-		return -1
-	}
-	return st.machine
+	return g.state.Load().lease
 }
 
 // Layout returns the generator's layout, for decoding its IDs. It is safe
@@ -240,39 +226,38 @@ func (g *Generator) Layout() Layout {
 }
 
 // Close stops the generator: later calls return [ErrClosed]. If the machine
-// ID is leased, Close releases the lease and returns the service's error.
-// Close is safe for concurrent use and to call more than once.
+// ID is leased, Close releases the lease, telling the source the latest time
+// the generator issued, and returns the source's error. Close is safe for
+// concurrent use and to call more than once.
 func (g *Generator) Close() error {
 	if g == nil || g.clock == nil && g.wall == nil {
 		return nil
 	}
 	g.closeOnce.Do(func() {
-		if old := g.state.Swap(&machineState{machine: -1, closed: true}); old != nil && old.changed != nil {
+		closedState := &machineState{machine: -1, kind: closed, lease: machineid.Lease{ID: -1, Err: ErrClosed}}
+		if old := g.state.Swap(closedState); old != nil && old.changed != nil {
 			close(old.changed)
 		}
 		if g.stopWatch != nil {
 			g.stopWatch()
 		}
-		switch l := g.leaser.(type) {
-		case nil:
-		case machineid.IssuedCloser:
+		if g.leaser != nil {
 			// The closed state is stored, so a call that claimed after
 			// this point drops its IDs when it re-checks the state; every
 			// ID returned was claimed before the store, and the scan sees it.
-			g.closeErr = l.CloseIssued(g.issuedUntil())
-		default:
-			g.closeErr = l.Close()
+			g.closeErr = g.leaser.Release(g.issuedUntil())
+			inUse.Delete(g.leaser)
 		}
 	})
 	return g.closeErr
 }
 
 // issuedUntil returns the last instant of the latest tick issued, or the
-// zero Time if nothing was issued.
+// instant before the epoch if nothing was issued.
 func (g *Generator) issuedUntil() time.Time {
 	latest := g.ring.latestTick()
 	if latest < 0 {
-		return time.Time{}
+		return g.layout.Epoch.Add(-time.Nanosecond)
 	}
 	return g.layout.timeOf(latest + 1).Add(-time.Nanosecond)
 }
@@ -315,8 +300,8 @@ func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, 
 		g.noteStepBack(latest, ticks)
 	}
 	st := g.state.Load()
-	if !st.valid {
-		if st.closed {
+	if st.kind != held {
+		if st.kind == closed {
 			return n, ErrClosed
 		}
 		_, err := g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st, nil, -1)
@@ -419,13 +404,18 @@ func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, 
 		}
 		return need, at, ClockError{Err: ErrSequenceExhausted}
 	case belowFloor:
+		// Under the mark the lease inherited: only time helps.
 		need = g.span(st.b.floor+1) - d
-		return need, 0, ClockError{Err: ErrClockBehind, By: need}
-	default: // aboveCeil, or no valid lease
-		if !st.valid {
+		return need, 0, ClockError{Err: ErrMarkAhead, By: need}
+	default: // aboveCeil, or no lease held
+		if st.kind != held {
 			// Only a lease report can help, and it closes st.changed: wait
 			// for it for as long as MaxWait allows.
-			return g.maxWait, 0, ClockError{Err: ErrLeaseLost}
+			err := ErrLeaseLost
+			if st.lost != nil {
+				err = st.lost
+			}
+			return g.maxWait, 0, ClockError{Err: err}
 		}
 		// Past the confirmed mark: a renewal raises it, and a clock
 		// stepping back can bring the tick under it, which no report

@@ -19,9 +19,9 @@ import (
 //	      TimeBits             MachineBits     SequenceBits
 //
 // A Layout is a plain value: decoding an ID needs only the Layout it was made
-// with, never package state. The zero Layout is invalid; start from
-// [DefaultLayout]. A Layout is safe for concurrent use as long as nobody
-// writes to it.
+// with, never package state. The zero Layout cannot decode (Decompose gives
+// zero Parts); given to [WithLayout] it means [DefaultLayout]. A Layout is
+// safe for concurrent use as long as nobody writes to it.
 type Layout struct {
 	// TimeBits is the width of the time field, at least 1.
 	TimeBits int
@@ -63,10 +63,10 @@ func DefaultLayout() Layout {
 	return Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: defaultEpoch, Tick: time.Millisecond}
 }
 
-// Validate reports whether l can make and read IDs. It returns an error
+// validate reports whether l can make and read IDs. It returns an error
 // wrapping [ErrInvalidConfig] that names the bad field, its value and the
 // valid range.
-func (l Layout) Validate() error {
+func (l Layout) validate() error {
 	switch {
 	case l.TimeBits < 1 || l.TimeBits > 62:
 		return configErr("Layout.TimeBits", l.TimeBits, "1..62")
@@ -95,9 +95,6 @@ var (
 // or -1 if MachineBits is outside 0..61.
 func (l Layout) MaxMachine() int64 { return maxOf(l.MachineBits, 61) }
 
-// MaxSequence returns the largest sequence l can hold, 2^SequenceBits-1,
-// or -1 if SequenceBits is outside 0..62.
-func (l Layout) MaxSequence() int64 { return maxOf(l.SequenceBits, 62) }
 
 func maxOf(bits, limit int) int64 {
 	if bits < 0 || bits > limit {
@@ -106,25 +103,27 @@ func maxOf(bits, limit int) int64 {
 	return int64(1)<<bits - 1
 }
 
-// MaxTicks returns the last tick a generator with l can issue: the smaller of
-// 2^TimeBits-1 and the last tick whose offset from Epoch, (MaxTicks+1)×Tick
+// maxTicks returns the last tick a generator with l can issue: the smaller of
+// 2^TimeBits-1 and the last tick whose offset from Epoch, (maxTicks+1)×Tick
 // included, still fits in a time.Duration (about 292 years). It returns -1
 // for an invalid layout.
-func (l Layout) MaxTicks() int64 {
-	if l.Validate() != nil {
+func (l Layout) maxTicks() int64 {
+	if l.validate() != nil {
 		return -1
 	}
 	return min(int64(1)<<l.TimeBits-1, math.MaxInt64/int64(l.Tick)-1)
 }
 
-// End returns the first instant past the range of l: Epoch +
-// (MaxTicks+1)×Tick. A clock at or after End makes the generator fail with
-// [ErrTimeOverflow]. It returns the zero Time for an invalid layout.
+// End returns the first instant past the range of l: Epoch + (T+1)×Tick,
+// where T is the last tick, the smaller of 2^TimeBits-1 and the last whose
+// offset from Epoch fits in a time.Duration (about 292 years). A clock at or
+// after End makes the generator fail with [ErrTimeOverflow]. It returns the
+// zero Time for an invalid layout. It is safe for concurrent use.
 func (l Layout) End() time.Time {
-	if l.Validate() != nil {
+	if l.validate() != nil {
 		return time.Time{}
 	}
-	return l.timeOf(l.MaxTicks() + 1)
+	return l.timeOf(l.maxTicks() + 1)
 }
 
 // ticksAt converts an offset from the epoch, as returned by time.Time.Sub,
@@ -182,7 +181,7 @@ var maxTime = time.Unix(maxUnixSec, 999999999).UTC()
 // is ignored, and an invalid layout yields the zero Parts. Decompose is safe
 // for concurrent use.
 func (l Layout) Decompose(id ID) Parts {
-	if l.Validate() != nil {
+	if l.validate() != nil {
 		return Parts{}
 	}
 	v := uint64(id) &^ (1 << 63)
@@ -190,7 +189,7 @@ func (l Layout) Decompose(id ID) Parts {
 	p := Parts{
 		Ticks:    int64(v >> (s + m)),
 		Machine:  int64(v>>s) & l.MaxMachine(),
-		Sequence: int64(v) & l.MaxSequence(),
+		Sequence: int64(v) & maxOf(l.SequenceBits, 62),
 	}
 	p.Time = l.timeOf(p.Ticks)
 	return p
@@ -201,7 +200,7 @@ func (l Layout) Decompose(id ID) Parts {
 // invalid or a field is negative or too wide for its bits. Compose is safe
 // for concurrent use.
 func (l Layout) Compose(p Parts) (ID, error) {
-	if err := l.Validate(); err != nil {
+	if err := l.validate(); err != nil {
 		return 0, err
 	}
 	switch {
@@ -209,8 +208,8 @@ func (l Layout) Compose(p Parts) (ID, error) {
 		return 0, configErr("Parts.Ticks", p.Ticks, fmt.Sprintf("0..%d", int64(1)<<l.TimeBits-1))
 	case p.Machine < 0 || p.Machine > l.MaxMachine():
 		return 0, configErr("Parts.Machine", p.Machine, fmt.Sprintf("0..%d", l.MaxMachine()))
-	case p.Sequence < 0 || p.Sequence > l.MaxSequence():
-		return 0, configErr("Parts.Sequence", p.Sequence, fmt.Sprintf("0..%d", l.MaxSequence()))
+	case p.Sequence < 0 || p.Sequence > maxOf(l.SequenceBits, 62):
+		return 0, configErr("Parts.Sequence", p.Sequence, fmt.Sprintf("0..%d", maxOf(l.SequenceBits, 62)))
 	}
 	return l.compose(p.Ticks, p.Machine, p.Sequence), nil
 }

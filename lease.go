@@ -4,27 +4,77 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/ringflake/ringflake/machineid"
 )
 
-// attach gets the machine ID from svc within timeout and, if svc is a
-// [machineid.Leaser], starts following its lease.
-func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
-	leaser, leased := svc.(machineid.Leaser)
-	if r, ok := svc.(machineid.Ranger); ok {
-		if lo, hi := r.Range(); lo < 0 || hi > g.layout.MaxMachine() || lo > hi {
-			if leased {
-				_ = leaser.Close() // nothing was acquired
-			}
-			return configErr("machine ID range of service", fmt.Sprintf("%d..%d", lo, hi), fmt.Sprintf("within 0..%d, the layout's machine IDs", g.layout.MaxMachine()))
+// machineState is an immutable snapshot of the machine ID and the ticks it
+// may issue. Replacing the whole snapshot with one pointer store keeps the
+// machine ID and its bounds consistent for a reader without a lock.
+type machineState struct {
+	machine int64
+	b       bounds
+	kind    stateKind
+	lease   machineid.Lease // what Generator.Lease reports
+	lost    error           // for kind lost: ErrLeaseLost, wrapped with the lease's cause
+
+	// changed is closed by whoever replaces this state, so a call waiting
+	// for a lease wakes when the lease changes instead of polling. It is nil
+	// for a fixed machine ID and for the closed state, which nothing replaces.
+	changed chan struct{}
+}
+
+// stateKind says whether a machine state can issue.
+type stateKind uint8
+
+const (
+	held    stateKind = iota // issues within b
+	pending                  // leased, before the lease's first report
+	lost                     // the lease is not held
+	closed                   // after Close
+)
+
+// fixed is the state of a machine ID that is not leased.
+func (g *Generator) fixed(machine int64) *machineState {
+	return &machineState{
+		machine: machine,
+		b:       bounds{floor: -1, ceil: g.maxTicks},
+		lease:   machineid.Lease{ID: machine, Held: true},
+	}
+}
+
+// inUse holds the Leasers that live generators follow, so that one Leaser
+// cannot serve two generators: both would issue with its one machine ID.
+var inUse sync.Map // machineid.Leaser → struct{}
+
+// errLeaserInUse is returned by New for a Leaser that a live generator uses.
+var errLeaserInUse = fmt.Errorf("%w: this machineid.Leaser already serves a live generator, and both would issue with its one machine ID; give each generator its own Leaser (its own lease)", ErrInvalidConfig)
+
+// attach gets the machine ID from src and, if src is a [machineid.Leaser],
+// starts following its lease and waits out the mark it inherited; all
+// within timeout.
+func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	leaser, leased := src.(machineid.Leaser)
+	if leased {
+		if _, taken := inUse.LoadOrStore(leaser, struct{}{}); taken {
+			return errLeaserInUse
 		}
 	}
-	id, err := g.acquireWithin(svc, leaser, timeout)
+	id, err := acquire(src, leaser, timeout)
+	if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
+		err = configErr("machine ID from source", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
+		if leased {
+			releaseWithin(leaser, time.Time{}, deadline)
+		}
+	}
 	if err != nil {
+		if leased {
+			inUse.Delete(leaser)
+		}
 		return fmt.Errorf("ringflake: getting machine ID: %w", err)
 	}
 	if !leased {
@@ -32,105 +82,147 @@ func (g *Generator) attach(svc machineid.Service, timeout time.Duration) error {
 		return nil
 	}
 	g.leaser = leaser
-	g.state.Store(&machineState{machine: id, pending: true, changed: make(chan struct{})}) // invalid until the first report
+	g.state.Store(&machineState{machine: id, kind: pending, lease: machineid.Lease{ID: id}, changed: make(chan struct{})})
 	g.stopWatch = leaser.Watch(g.setLease)
+	if err := g.awaitMark(deadline); err != nil {
+		_ = g.Close()
+		return err
+	}
 	return nil
 }
 
 // acquireGrace is how long after the acquire timeout New still waits for a
-// service that honours its context's deadline to return its own error,
-// which says more than New's.
+// source that honours its context's deadline to return its own error, which
+// says more than New's.
 const acquireGrace = 50 * time.Millisecond
 
-// acquireWithin asks svc for a machine ID in range, with a context whose
-// deadline is timeout away, and waits for the answer at most timeout plus
-// acquireGrace, whatever svc does: a service that ignores its context
-// cannot hold up New. A leaser with nothing usable acquired is closed, so
-// that a lease an unanswered call may have taken is released; New waits
-// for that close only until the same deadline and leaves the rest to a
-// goroutine, as it does for an answer that comes after it gave up (whose
-// lease that goroutine closes). A panic in svc reaches New's caller, as if
-// svc had been called directly, once the leaser is closed; one that comes
-// after New gave up has no caller to reach and crashes the goroutine.
-func (g *Generator) acquireWithin(svc machineid.Service, leaser machineid.Leaser, timeout time.Duration) (int64, error) {
-	var (
-		mu      sync.Mutex // protects gaveUp and the send on got
-		gaveUp  bool
-		got     = make(chan acquired, 1)
-		settled = make(chan struct{}) // closed once a failed acquisition's leaser is closed
-	)
+// acquire asks src for a machine ID with a context whose deadline is timeout
+// away. A source must honour its context; acquire enforces the bound all
+// the same, by asking on a goroutine and giving up timeout+acquireGrace
+// later. A leaser whose answer comes after that is released there. A panic
+// in src reaches the caller, as if src had been called directly.
+func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duration) (int64, error) {
+	type answer struct {
+		id    int64
+		err   error
+		panic any
+	}
+	got := make(chan answer, 1) // buffered: the goroutine never blocks on a caller that gave up
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	go func() {
-		a := acquired{id: -1, err: errServiceExited}
+		defer cancel()
+		a := answer{id: -1, err: errSourceExited}
 		defer func() {
 			if p := recover(); p != nil {
-				a = acquired{id: -1, panicked: true, value: p}
+				a = answer{id: -1, panic: p}
 			}
-			mu.Lock()
-			unwanted := gaveUp
-			if !unwanted {
-				got <- a
-			}
-			mu.Unlock()
-			if leaser != nil && (a.err != nil || a.panicked || unwanted) {
-				_ = leaser.Close() // nothing usable was acquired, or New has returned without it
-			}
-			cancel()
-			close(settled)
-			if a.panicked && unwanted {
-				panic(a.value)
-			}
+			got <- a
 		}()
-		id, err := svc.MachineID(ctx)
-		if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
-			err = configErr("machine ID from service", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
-		}
-		a = acquired{id: id, err: err}
+		id, err := src.MachineID(ctx)
+		a = answer{id: id, err: err}
 	}()
 	wait := timeout + acquireGrace
 	if wait < timeout {
-		wait = math.MaxInt64 // a timeout meant as "forever" must not wrap round to none
+		wait = time.Duration(1<<63 - 1) // a timeout meant as "forever" must not wrap round to none
 	}
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	var a acquired
-	expired := false
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	select {
-	case a = <-got:
-	case <-deadline.C:
-		expired = true
-		mu.Lock()
-		select {
-		case a = <-got:
-		default:
-			gaveUp = true
-			a = acquired{id: -1, err: fmt.Errorf("no answer within the acquire timeout (%v): %w", timeout, context.DeadlineExceeded)}
+	case a := <-got:
+		if a.panic != nil || a.err != nil {
+			if leaser != nil {
+				// It may hold what it took before it failed.
+				releaseWithin(leaser, time.Time{}, time.Now().Add(acquireGrace))
+			}
+			if a.panic != nil {
+				panic(a.panic)
+			}
 		}
-		mu.Unlock()
-	}
-	if (a.err != nil || a.panicked) && !expired {
-		select { // let a quick close finish, so that New returns with Redis tidy
-		case <-settled:
-		case <-deadline.C:
+		return a.id, a.err
+	case <-t.C:
+		if leaser != nil {
+			go func() { <-got; _ = leaser.Release(time.Time{}) }()
 		}
+		return -1, fmt.Errorf("no answer within the acquire timeout (%v): %w", timeout, context.DeadlineExceeded)
 	}
-	if a.panicked {
-		panic(a.value)
-	}
-	return a.id, a.err
 }
 
-// acquired is the outcome of a machine ID service's call.
-type acquired struct {
-	id       int64
-	err      error
-	panicked bool // the service panicked with value
-	value    any
-}
-
-// errServiceExited is the outcome of a service call that neither returned
+// errSourceExited is the outcome of a source's call that neither returned
 // nor panicked: it called runtime.Goexit.
-var errServiceExited = errors.New("the machine ID service's call exited its goroutine (runtime.Goexit)")
+var errSourceExited = errors.New("the machine ID source's call exited its goroutine (runtime.Goexit)")
+
+// releaseWithin releases l and waits for that until deadline at the most;
+// a release still running then finishes in the background.
+func releaseWithin(l machineid.Leaser, issued time.Time, deadline time.Time) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = l.Release(issued)
+	}()
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// awaitMark waits, until deadline in real time, for the lease's first report
+// and for the generator's clock to pass the mark the lease inherited. It
+// returns a *ClockError wrapping ErrMarkAhead if the mark is further ahead
+// than the deadline, or ErrLeaseLost if the lease is not held.
+func (g *Generator) awaitMark(deadline time.Time) error {
+	logged := false
+	for {
+		st := g.state.Load()
+		r, _ := g.read()
+		now := r.time()
+		switch st.kind {
+		case held:
+			mark := st.lease.After
+			if mark.IsZero() || g.tickAt(now) > st.b.floor {
+				return nil
+			}
+			ahead := mark.Sub(now)
+			if !logged {
+				logged = true
+				g.log(logMarkWait, slog.Int64("machine", st.machine), slog.Duration("by", ahead), slog.Time("until", mark))
+			}
+			if left := time.Until(deadline); ahead > left {
+				return &ClockError{Err: ErrMarkAhead, Clock: now, By: ahead}
+			}
+			if !g.waitState(st, min(ahead+time.Millisecond, leasePoll(g.layout.Tick)*10)) {
+				continue
+			}
+		case closed:
+			return ErrClosed
+		default:
+			if !g.waitState(st, time.Until(deadline)) && time.Now().After(deadline) {
+				err := ErrLeaseLost
+				if st.lost != nil {
+					err = st.lost
+				}
+				return &ClockError{Err: err, Clock: now}
+			}
+		}
+	}
+}
+
+// waitState waits at most d for st to be replaced, and reports whether it
+// was.
+func (g *Generator) waitState(st *machineState, d time.Duration) bool {
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-st.changed:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // setLease turns a lease report into the state that claims check.
 //
@@ -139,15 +231,23 @@ var errServiceExited = errors.New("the machine ID service's call exited its goro
 // racing with this one) changed the state; re-reading the state keeps a
 // closed generator closed.
 func (g *Generator) setLease(l machineid.Lease) {
-	inRange := l.ID >= 0 && l.ID <= g.layout.MaxMachine()
 	next := &machineState{
 		machine: l.ID,
-		valid:   l.Valid && inRange,
 		b:       bounds{floor: -1, ceil: g.maxTicks},
+		lease:   l,
 		changed: make(chan struct{}),
 	}
-	if !inRange {
-		next.machine = -1 // never issued with; MachineID reports it as none
+	switch {
+	case l.ID < 0 || l.ID > g.layout.MaxMachine():
+		next.kind = lost
+		next.machine = -1 // never issued with
+		next.lost = fmt.Errorf("%w: the lease holds machine ID %d, outside the layout's 0..%d", ErrLeaseLost, l.ID, g.layout.MaxMachine())
+	case !l.Held:
+		next.kind = lost
+		next.lost = ErrLeaseLost
+		if l.Err != nil {
+			next.lost = fmt.Errorf("%w: %w", ErrLeaseLost, l.Err)
+		}
 	}
 	if !l.After.IsZero() {
 		next.b.floor = g.tickAt(l.After)
@@ -157,7 +257,7 @@ func (g *Generator) setLease(l machineid.Lease) {
 	}
 	for {
 		old := g.state.Load()
-		if old != nil && old.closed {
+		if old != nil && old.kind == closed {
 			return
 		}
 		if g.state.CompareAndSwap(old, next) {
@@ -165,10 +265,10 @@ func (g *Generator) setLease(l machineid.Lease) {
 				close(old.changed) // only the CAS that replaced old gets here
 			}
 			switch {
-			case old != nil && old.valid && !next.valid:
-				g.emit(Event{Kind: EventLeaseLost, Machine: old.machine})
-			case old != nil && !old.valid && !old.pending && next.valid:
-				g.emit(Event{Kind: EventLeaseRegained, Machine: next.machine})
+			case old != nil && old.kind == held && next.kind != held:
+				g.log(logLeaseLost, slog.Int64("machine", old.machine), slog.Any("cause", l.Err))
+			case old != nil && old.kind == lost && next.kind == held:
+				g.log(logLeaseRegained, slog.Int64("machine", next.machine))
 			}
 			return
 		}

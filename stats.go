@@ -1,8 +1,8 @@
 package ringflake
 
 import (
-	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -29,13 +29,10 @@ type Stats struct {
 	// Waits counts the calls that waited, and WaitTime their total wait.
 	Waits    uint64
 	WaitTime time.Duration
-	// Errors counts failed calls by cause.
-	Errors ErrorCounts
-}
-
-// ErrorCounts counts failed calls by the error they returned.
-type ErrorCounts struct {
-	BeforeEpoch, TimeOverflow, ClockBehind, SequenceExhausted, LeaseLost, Canceled uint64
+	// Failed counts failed calls by the sentinel their error wraps.
+	Failed struct {
+		BeforeEpoch, TimeOverflow, ClockBehind, SequenceExhausted, MarkAhead, LeaseLost uint64
+	}
 }
 
 // counters are the generator's statistics. They are written only off the
@@ -59,8 +56,8 @@ const (
 	errTimeOverflow
 	errClockBehind
 	errExhausted
+	errMarkAhead
 	errLeaseLost
-	errCanceled
 	errKinds
 )
 
@@ -85,12 +82,10 @@ func (g *Generator) Stats() Stats {
 		Waits:           c.waits.Load(),
 		WaitTime:        time.Duration(c.waitNanos.Load()),
 	}
-	e := &c.errs
-	s.Errors = ErrorCounts{
-		BeforeEpoch: e[errBeforeEpoch].Load(), TimeOverflow: e[errTimeOverflow].Load(),
-		ClockBehind: e[errClockBehind].Load(), SequenceExhausted: e[errExhausted].Load(),
-		LeaseLost: e[errLeaseLost].Load(), Canceled: e[errCanceled].Load(),
-	}
+	e, f := &c.errs, &s.Failed
+	f.BeforeEpoch, f.TimeOverflow = e[errBeforeEpoch].Load(), e[errTimeOverflow].Load()
+	f.ClockBehind, f.SequenceExhausted = e[errClockBehind].Load(), e[errExhausted].Load()
+	f.MarkAhead, f.LeaseLost = e[errMarkAhead].Load(), e[errLeaseLost].Load()
 	return s
 }
 
@@ -146,7 +141,7 @@ func (g *Generator) noteStepBack(latest, ticks int64) {
 		return
 	}
 	c.stepBacks.Add(1)
-	g.emit(Event{Kind: EventStepBack, By: time.Duration(by) * g.layout.Tick})
+	g.log(logStepBack, slog.Duration("by", time.Duration(by)*g.layout.Tick), slog.Int64("machine", g.state.Load().machine))
 }
 
 // count records err under its kind and returns it.
@@ -161,10 +156,10 @@ func (g *Generator) count(err error) error {
 		k = errClockBehind
 	case errors.Is(err, ErrSequenceExhausted):
 		k = errExhausted
+	case errors.Is(err, ErrMarkAhead):
+		k = errMarkAhead
 	case errors.Is(err, ErrLeaseLost):
 		k = errLeaseLost
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		k = errCanceled
 	}
 	if k >= 0 {
 		g.stats.errs[k].Add(1)
@@ -176,7 +171,7 @@ func (g *Generator) count(err error) error {
 func (g *Generator) waited(d time.Duration) {
 	g.stats.waits.Add(1)
 	g.stats.waitNanos.Add(int64(d))
-	if g.events != nil && d >= g.events.longWait {
-		g.emit(Event{Kind: EventLongWait, By: d})
+	if g.logger != nil && d >= longWait {
+		g.log(logLongWait, slog.Duration("by", d), slog.Int64("machine", g.state.Load().machine))
 	}
 }

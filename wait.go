@@ -374,7 +374,7 @@ func (g *Generator) claimRound(r *round, want int) {
 		}
 		behind, _ := g.observe(ticks)
 		st := g.state.Load()
-		if !st.valid {
+		if st.kind != held {
 			return
 		}
 		t, seq, got, cs := g.ring.claim(ticks, uint64(want)-have, st.b)

@@ -8,17 +8,6 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 )
 
-func ExampleStatic() {
-	svc := machineid.Static(7, 1023)
-	id, err := svc.MachineID(context.Background())
-	fmt.Println(id, err)
-	_, err = machineid.Static(2048, 1023).MachineID(context.Background())
-	fmt.Println(err)
-	// Output:
-	// 7 <nil>
-	// machineid: machine ID out of range: static ID gave 2048; valid range 0..1023
-}
-
 func ExampleEnv() {
 	os.Setenv("EXAMPLE_MACHINE_ID", "12")
 	defer os.Unsetenv("EXAMPLE_MACHINE_ID")
@@ -47,14 +36,4 @@ func ExampleFromFunc() {
 	// Output:
 	// 515 <nil>
 	// machineid: machine ID out of range: func gave 1024; valid range 0..1023
-}
-
-func ExampleHostHash() {
-	id, err := machineid.HostHash(1023).MachineID(context.Background())
-	if err == nil {
-		fmt.Println(id >= 0 && id <= 1023)
-	} else {
-		fmt.Println(true)
-	}
-	// Output: true
 }

@@ -1,8 +1,6 @@
 package machineid
 
 import (
-	"errors"
-	"io/fs"
 	"net"
 	"net/netip"
 	"testing"
@@ -63,56 +61,6 @@ func TestIPID(t *testing.T) {
 			assert.Equal(t, tt.want, got, "ipID(%s, %d)", tt.ip, tt.max)
 		})
 	}
-}
-
-func TestPlatformID(t *testing.T) {
-	t.Parallel()
-	files := func(m map[string]string) func(string) ([]byte, error) {
-		return func(name string) ([]byte, error) {
-			if s, ok := m[name]; ok {
-				return []byte(s), nil
-			}
-			return nil, fs.ErrNotExist
-		}
-	}
-	host := func(h string, err error) func() (string, error) { return func() (string, error) { return h, err } }
-	tests := []struct {
-		name     string
-		files    map[string]string
-		host     func() (string, error)
-		want     string
-		notFound bool
-	}{
-		{"systemd", map[string]string{"/etc/machine-id": "abc123\n"}, host("h", nil), "abc123", false},
-		{"dbus when systemd empty", map[string]string{"/etc/machine-id": "\n", "/var/lib/dbus/machine-id": "d"}, host("h", nil), "d", false},
-		{"hostname fallback", nil, host("node-1", nil), "node-1", false},
-		{"nothing", nil, host("", errors.New("no hostname")), "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := platformID(files(tt.files), tt.host)
-			if tt.notFound {
-				assert.ErrorIs(t, err, ErrNotFound)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
-func TestHashIDInRangeAndStable(t *testing.T) {
-	t.Parallel()
-	for _, max := range []int64{0, 1, 31, 1023, 1<<40 - 1} {
-		for _, s := range []string{"", "a", "3f2a9c", "web-0.example"} {
-			got := hashID(s, max)
-			assert.GreaterOrEqual(t, got, int64(0))
-			assert.LessOrEqual(t, got, max)
-			assert.Equal(t, got, hashID(s, max), "hashID(%q, %d) should be stable", s, max)
-		}
-	}
-	assert.NotEqual(t, hashID("host-a", 1023), hashID("host-b", 1023), "distinct inputs should usually hash apart")
 }
 
 func TestOrdinal(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// provider is a Service built from a function and a range check.
+// provider is a Source built from a function and a range check.
 type provider struct {
 	source string // names the source in errors, e.g. `env RINGFLAKE_MACHINE_ID`
 	max    int64
@@ -28,25 +28,16 @@ func (p provider) MachineID(ctx context.Context) (int64, error) {
 	return check(p.source, id, p.max)
 }
 
-var _ Service = provider{}
+var _ Source = provider{}
 
-// Static returns a Service that always gives id. Its MachineID returns an
-// error wrapping [ErrOutOfRange] if id is outside 0..max; max is usually
-// the layout's MaxMachine. It is safe for concurrent use.
-func Static(id, max int64) Service {
-	return provider{source: "static ID", max: max, get: func(context.Context) (int64, error) {
-		return id, nil
-	}}
-}
-
-// Env returns a Service that reads the machine ID, a decimal integer with
+// Env returns a Source that reads the machine ID, a decimal integer with
 // no plus sign, from the environment variable name each time MachineID is
 // called; white space around it (a trailing newline from a file) is
 // ignored. MachineID returns an error wrapping [ErrNotFound] if the
 // variable is unset, empty or not such an integer, and one wrapping
 // [ErrOutOfRange] if the value is outside 0..max. It is safe for
 // concurrent use.
-func Env(name string, max int64) Service {
+func Env(name string, max int64) Source {
 	source := "env " + name
 	return provider{source: source, max: max, get: func(context.Context) (int64, error) {
 		s, ok := os.LookupEnv(name)
@@ -62,9 +53,15 @@ func Env(name string, max int64) Service {
 	}}
 }
 
-// FromFunc adapts fn into a Service whose IDs are checked against 0..max:
-// MachineID returns fn's error, wrapped, or one wrapping [ErrOutOfRange].
-// It is as safe for concurrent use as fn is.
-func FromFunc(max int64, fn func(ctx context.Context) (int64, error)) Service {
+// FromFunc adapts fn into a Source whose IDs are checked against 0..max:
+// MachineID returns fn's error, wrapped, or one wrapping [ErrOutOfRange];
+// with a nil fn it returns one wrapping [ErrNotFound]. It is as safe for
+// concurrent use as fn is.
+func FromFunc(max int64, fn func(ctx context.Context) (int64, error)) Source {
+	if fn == nil {
+		fn = func(context.Context) (int64, error) {
+			return 0, fmt.Errorf("%w: FromFunc was given a nil func", ErrNotFound)
+		}
+	}
 	return provider{source: "func", max: max, get: fn}
 }

@@ -22,17 +22,13 @@ func TestProviders(t *testing.T) {
 	boom := errors.New("boom")
 	tests := []struct {
 		name    string
-		svc     machineid.Service
+		svc     machineid.Source
 		want    int64
 		wantErr error
 		msg     string // a fragment the error must contain
 	}{
-		{name: "static", svc: machineid.Static(5, 1023), want: 5},
-		{name: "static zero", svc: machineid.Static(0, 0), want: 0},
-		{name: "static max", svc: machineid.Static(1023, 1023), want: 1023},
-		{name: "static above max", svc: machineid.Static(1024, 1023), wantErr: machineid.ErrOutOfRange, msg: "static ID gave 1024; valid range 0..1023"},
-		{name: "static negative", svc: machineid.Static(-3, 1023), wantErr: machineid.ErrOutOfRange, msg: "gave -3"},
-		{name: "negative max", svc: machineid.Static(0, -1), wantErr: machineid.ErrOutOfRange, msg: "max machine ID = -1"},
+		{name: "negative max", svc: machineid.Env("RF_TEST_ID", -1), wantErr: machineid.ErrOutOfRange, msg: "max machine ID = -1"},
+		{name: "env zero max", svc: machineid.Env("RF_TEST_ID", 0), wantErr: machineid.ErrOutOfRange, msg: "gave 17; valid range 0..0"},
 		{name: "env", svc: machineid.Env("RF_TEST_ID", 1023), want: 17},
 		{name: "env above max", svc: machineid.Env("RF_TEST_BIG", 1023), wantErr: machineid.ErrOutOfRange, msg: "env RF_TEST_BIG gave 5000; valid range 0..1023"},
 		{name: "env negative", svc: machineid.Env("RF_TEST_NEG", 1023), wantErr: machineid.ErrOutOfRange},
@@ -43,6 +39,9 @@ func TestProviders(t *testing.T) {
 		{name: "env not a number", svc: machineid.Env("RF_TEST_WORD", 1023), wantErr: machineid.ErrNotFound, msg: `"seven" is not a decimal integer`},
 		{name: "func", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 31, nil }), want: 31},
 		{name: "func above max", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 32, nil }), wantErr: machineid.ErrOutOfRange, msg: "valid range 0..31"},
+		{name: "func max", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 0, nil }), want: 0},
+		{name: "func negative", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return -1, nil }), wantErr: machineid.ErrOutOfRange, msg: "gave -1"},
+		{name: "nil func", svc: machineid.FromFunc(1023, nil), wantErr: machineid.ErrNotFound, msg: "nil func"},
 		{name: "func error", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 0, boom }), wantErr: boom},
 	}
 	for _, tt := range tests {
@@ -75,9 +74,8 @@ func TestPlatformProvidersStayInRange(t *testing.T) {
 	// in range, or a not-found error.
 	for _, tt := range []struct {
 		name string
-		svc  machineid.Service
+		svc  machineid.Source
 	}{
-		{"host hash", machineid.HostHash(1023)},
 		{"private IP", machineid.PrivateIP(1023)},
 		{"StatefulSet ordinal", machineid.StatefulSetOrdinal(1023)},
 	} {

@@ -1,0 +1,79 @@
+package ringflake
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// WithLogger makes the generator log what an operator may want to see, at
+// most once a second for each kind, so that a flapping clock cannot flood a
+// log: a step back of the clock, a call that waited 10 ms or more, a lease
+// lost (with its cause) or regained, and a wait for a leased machine ID's
+// inherited mark (with how long and until when). Each record's message
+// starts with "ringflake: " and its attributes carry the figures; those
+// dropped by the rate limit are counted in the next one's "suppressed".
+// Logging happens on the goroutine that saw the event, inside a NextID call
+// or on the lease's own goroutine, so the handler must be quick. nil, the
+// default, logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) { c.log = l })
+}
+
+// longWait is the shortest wait that is logged.
+const longWait = 10 * time.Millisecond
+
+// logInterval is the least time between two records of one kind.
+const logInterval = time.Second
+
+// The kinds of record, each rate-limited on its own.
+const (
+	logStepBack = iota
+	logLongWait
+	logLeaseLost
+	logLeaseRegained
+	logMarkWait
+	logKinds
+)
+
+var logMessages = [logKinds]string{
+	logStepBack:      "ringflake: clock stepped back",
+	logLongWait:      "ringflake: long wait",
+	logLeaseLost:     "ringflake: machine ID lease lost",
+	logLeaseRegained: "ringflake: machine ID lease regained",
+	logMarkWait:      "ringflake: waiting for the machine ID's inherited mark",
+}
+
+// logger sends rate-limited records; nil without WithLogger.
+type logger struct {
+	l     *slog.Logger // written once by New
+	born  time.Time    // monotonic origin for last; written once by New
+	kinds [logKinds]struct {
+		last       atomic.Int64 // ns since born of the last record, or 0
+		suppressed atomic.Uint64
+	}
+}
+
+// log sends a record of kind unless one was sent less than logInterval ago.
+// Only the caller whose CAS claims the slot in time sends; the others count
+// themselves as suppressed.
+func (g *Generator) log(kind int, attrs ...slog.Attr) {
+	lg := g.logger
+	if lg == nil {
+		return
+	}
+	k := &lg.kinds[kind]
+	now := int64(time.Since(lg.born)) + 1 // +1: 0 means never sent
+	last := k.last.Load()
+	if last != 0 && now-last < int64(logInterval) || !k.last.CompareAndSwap(last, now) {
+		k.suppressed.Add(1)
+		return
+	}
+	level := slog.LevelWarn
+	if kind == logLeaseRegained {
+		level = slog.LevelInfo
+	}
+	attrs = append(attrs, slog.Uint64("suppressed", k.suppressed.Swap(0)))
+	lg.l.LogAttrs(context.Background(), level, logMessages[kind], attrs...)
+}
