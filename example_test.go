@@ -1,7 +1,6 @@
 package ringflake_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,21 +48,12 @@ func ExampleGenerator_NextID() {
 	// 382862780006428674
 }
 
-func ExampleGenerator_NextIDContext() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	g, _ := ringflake.New(ringflake.WithMachineID(1))
-	id, err := g.NextIDContext(ctx)
-	fmt.Println(id > 0, err)
-	// Output: true <nil>
-}
-
 // A clock that steps back keeps getting IDs: the ring still holds the
 // sequence each recent tick reached.
 func ExampleGenerator_stepBack() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	g, _ := ringflake.New(ringflake.WithClock(clock))
+	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(clock))
 	a, _ := g.NextID()
 	now = now.Add(-200 * time.Millisecond) // an NTP step back
 	b, _ := g.NextID()
@@ -106,17 +96,17 @@ func ExampleLayout_Compose() {
 	// ringflake: invalid configuration: Parts.Machine = 1024; valid range 0..1023
 }
 
-func ExampleLayout_Validate() {
+func ExampleLayout_MaxMachine() {
 	l := ringflake.Layout{TimeBits: 39, MachineBits: 8, SequenceBits: 16, Epoch: time.Unix(0, 0), Tick: 10 * time.Millisecond}
-	fmt.Println(l.Validate(), l.MaxMachine(), l.MaxSequence())
-	// Output: <nil> 255 65535
+	fmt.Println(l.MaxMachine())
+	// Output: 255
 }
 
 func ExampleWithMaxWait() {
 	// With MaxWait 0 a call never waits: a full tick is an error at once.
 	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tiny := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: frozen, Tick: time.Millisecond}
-	g, _ := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithMaxWait(0),
+	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithMaxWait(0),
 		ringflake.WithClock(func() time.Time { return frozen }))
 	for range 5 {
 		_, err := g.NextID()
@@ -149,7 +139,7 @@ func ExampleGenerator_NextN() {
 
 func ExampleGenerator_Stats() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
 	g.NextID()
 	now = now.Add(-300 * time.Millisecond) // NTP steps the clock back
 	g.NextID()
@@ -159,20 +149,7 @@ func ExampleGenerator_Stats() {
 	// Output: 3 1 300ms 2
 }
 
-func ExampleWithEvents() {
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithMachineID(5),
-		ringflake.WithClock(func() time.Time { return now }),
-		ringflake.WithEvents(func(e ringflake.Event) {
-			fmt.Println(e.Kind, e.By, e.Machine)
-		}))
-	g.NextID()
-	now = now.Add(-2 * time.Second)
-	g.NextID()
-	// Output: step_back 2s 5
-}
-
-func ExampleSlogEvents() {
+func ExampleWithLogger() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
@@ -184,18 +161,18 @@ func ExampleSlogEvents() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	g, _ := ringflake.New(ringflake.WithMachineID(5),
 		ringflake.WithClock(func() time.Time { return now }),
-		ringflake.WithEvents(ringflake.SlogEvents(logger)))
+		ringflake.WithLogger(logger))
 	g.NextID()
 	now = now.Add(-750 * time.Millisecond)
 	g.NextID()
-	// Output: level=WARN msg="ringflake: step_back" by=750ms machine=5 suppressed=0
+	// Output: level=WARN msg="ringflake: clock stepped back" by=750ms machine=5 suppressed=0
 }
 
 func ExampleWithRingSize() {
 	// 256 slots remember 256 ms of ticks; a step back of 1 s borrows the
 	// spare sequence of a later tick instead, so it still succeeds.
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithRingSize(256), ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithRingSize(256), ringflake.WithClock(func() time.Time { return now }))
 	a, _ := g.NextID()
 	now = now.Add(-1024 * time.Millisecond) // a multiple of the ring: same slot
 	b, err := g.NextID()
@@ -207,7 +184,7 @@ func ExampleWithClock() {
 	// Any func works; tests use a fake one. The default reads the wall
 	// clock cheaply (see the package doc).
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
 	id, _ := g.NextID()
 	fmt.Println(g.Layout().Decompose(id).Time.Equal(now))
 	// Output: true
@@ -218,31 +195,39 @@ func ExampleWithLayout() {
 	l := ringflake.Layout{TimeBits: 39, MachineBits: 9, SequenceBits: 15,
 		Epoch: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Tick: 10 * time.Millisecond}
 	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(511))
-	fmt.Println(err, g.Layout().MaxMachine(), g.Layout().MaxSequence(), g.Layout().End().Year())
+	fmt.Println(err, g.Layout().MaxMachine(), g.Layout().End().Year())
 	_, err = ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(512))
 	fmt.Println(err)
 	// Output:
-	// <nil> 511 32767 2199
+	// <nil> 511 2199
 	// ringflake: invalid configuration: machine ID = 512; valid range 0..511
 }
 
-func ExampleWithMachineIDService() {
-	// A provider from package machineid; Redis leases work the same way
-	// (see package machineid_redis).
+func ExampleWithMachineIDSource() {
+	// A source from package machineid; leases (machineid_redis and the
+	// others) work the same way, and New also waits out a lease's
+	// inherited mark.
+	os.Setenv("EXAMPLE_MACHINE_ID", "9")
+	defer os.Unsetenv("EXAMPLE_MACHINE_ID")
 	max := ringflake.DefaultLayout().MaxMachine()
-	g, err := ringflake.New(ringflake.WithMachineIDService(machineid.Static(9, max)),
-		ringflake.WithAcquireTimeout(time.Second))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(machineid.Env("EXAMPLE_MACHINE_ID", max)))
 	if err != nil {
 		panic(err)
 	}
 	defer g.Close()
-	fmt.Println(g.MachineID())
-	// Output: 9
+	fmt.Println(g.Lease().ID, g.Lease().Held)
+	// Output: 9 true
+}
+
+func ExampleNew_noMachineID() {
+	_, err := ringflake.New()
+	fmt.Println(errors.Is(err, ringflake.ErrInvalidConfig))
+	// Output: true
 }
 
 func ExampleGenerator_Close() {
 	g, _ := ringflake.New(ringflake.WithMachineID(3))
-	fmt.Println(g.Close(), g.MachineID()) // Close also releases a leased machine ID
+	fmt.Println(g.Close(), g.Lease().ID) // Close also releases a leased machine ID
 	_, err := g.NextID()
 	fmt.Println(err)
 	// Output:
@@ -250,26 +235,12 @@ func ExampleGenerator_Close() {
 	// ringflake: generator is closed
 }
 
-func ExampleGenerator_NextNContext() {
-	// A frozen clock and 4 IDs per tick: the batch gets 4, then waits for a
-	// tick that never comes until the context ends.
-	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tiny := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: frozen, Tick: time.Millisecond}
-	g, _ := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(func() time.Time { return frozen }))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	batch := make([]ringflake.ID, 6)
-	n, err := g.NextNContext(ctx, batch)
-	fmt.Println(n, err)
-	// Output: 4 context deadline exceeded
-}
-
 func ExampleClockError() {
 	// A clock 300 ms behind, with MaxWait 0 and no spare sequence left in
 	// that tick: the error says by how much and how long it waited.
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	l := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: now.Add(-time.Hour), Tick: time.Millisecond}
-	g, _ := ringflake.New(ringflake.WithLayout(l), ringflake.WithMaxWait(0),
+	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(0),
 		ringflake.WithClock(func() time.Time { return now }))
 	now = now.Add(-300 * time.Millisecond)
 	for range 4 {

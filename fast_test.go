@@ -151,7 +151,9 @@ func TestFastRespectsBounds(t *testing.T) {
 	id, ok := g.fast()
 	require.True(t, ok, "a tick just inside the bounds")
 	assert.Equal(t, tick, g.layout.Decompose(id).Ticks)
-	g.state.Store(&machineState{machine: 2, b: bounds{floor: -1, ceil: g.maxTicks}})
-	_, ok = g.fast()
-	assert.False(t, ok, "an invalid state")
+	for _, k := range []stateKind{pending, lost, closed} {
+		g.state.Store(&machineState{machine: 2, b: bounds{floor: -1, ceil: g.maxTicks}, kind: k})
+		_, ok = g.fast()
+		assert.False(t, ok, "state kind %d", k)
+	}
 }

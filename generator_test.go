@@ -1,7 +1,6 @@
 package ringflake_test
 
 import (
-	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/fakeclock"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 // tiny is a layout with 16 sequences per 1 ms tick, so tests reach
@@ -170,7 +170,7 @@ func TestGeneratorOrderingWithMonotonicClock(t *testing.T) {
 	// needs more readings, not more time: MaxWait is generous so that a
 	// loaded machine's slow sleeps cannot turn this into a timing test.
 	clock := fakeclock.NewTicker(at(5, 0), 37*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(4),
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(4),
 		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	var last ringflake.ID
@@ -185,7 +185,7 @@ func TestGeneratorOrderingWithMonotonicClock(t *testing.T) {
 func TestGeneratorStepBackServesSpareSpace(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
 		ringflake.WithRingSize(64), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	first, err := g.NextID()
@@ -217,7 +217,7 @@ func TestGeneratorStepBackServesSpareSpace(t *testing.T) {
 func TestGeneratorErrorsSayHowFar(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
 		ringflake.WithRingSize(4), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	for range 16 {
@@ -244,10 +244,11 @@ func TestGeneratorErrorsSayHowFar(t *testing.T) {
 	assert.ErrorIs(t, err, ringflake.ErrClockBeforeEpoch)
 	assert.Equal(t, time.Second, ce.By)
 
-	end := ringflake.Layout{TimeBits: 8, MachineBits: 0, SequenceBits: 55, Epoch: tiny.Epoch, Tick: time.Second}
-	clock.Set(end.End().Add(time.Millisecond))
-	g2, err := ringflake.New(ringflake.WithLayout(end), ringflake.WithClock(clock.Now))
+	end := ringflake.Layout{TimeBits: 8, MachineBits: 1, SequenceBits: 54, Epoch: tiny.Epoch, Tick: time.Second}
+	clock.Set(end.End().Add(-time.Millisecond)) // New checks that the layout can issue now
+	g2, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(end), ringflake.WithClock(clock.Now))
 	require.NoError(t, err)
+	clock.Set(end.End().Add(time.Millisecond))
 	_, err = g2.NextID()
 	require.ErrorAs(t, err, &ce)
 	assert.ErrorIs(t, err, ringflake.ErrTimeOverflow)
@@ -265,31 +266,12 @@ func TestGeneratorWaitsForNextTick(t *testing.T) {
 	// few short sleeps; with a generous MaxWait no call fails, however
 	// slowly a loaded machine sleeps.
 	clock := fakeclock.NewTicker(at(7, 0), 250*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
 		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 8, 200)
 	assert.Empty(t, errs)
 	assert.Len(t, ids, 1600)
-}
-
-func TestGeneratorContextCancel(t *testing.T) {
-	t.Parallel()
-	clock := fakeclock.New(at(3, 0)) // frozen
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
-		ringflake.WithMaxWait(time.Hour))
-	require.NoError(t, err)
-	for range 16 {
-		_, err := g.NextIDContext(context.Background())
-		require.NoError(t, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(5 * time.Millisecond)
-		cancel()
-	}()
-	_, err = g.NextIDContext(ctx)
-	assert.ErrorIs(t, err, context.Canceled, "a wait ends when the context is done")
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
@@ -299,19 +281,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		opts []ringflake.Option
 		want string
 	}{
+		{"no machine ID", nil, "no machine ID: give WithMachineID, or WithMachineIDSource"},
+		{"nil source only", []ringflake.Option{ringflake.WithMachineIDSource(nil)}, "no machine ID"},
+		{"both machine ID kinds", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithMachineIDSource(machineid.FromFunc(9, nil))}, "both WithMachineID and WithMachineIDSource given"},
 		{"negative machine", []ringflake.Option{ringflake.WithMachineID(-1)}, "machine ID = -1; valid range 0..1023"},
 		{"machine too big", []ringflake.Option{ringflake.WithMachineID(1024)}, "machine ID = 1024; valid range 0..1023"},
-		{"ring zero", []ringflake.Option{ringflake.WithRingSize(0)}, "ring size = 0; valid range 1..4194304"},
-		{"ring too big", []ringflake.Option{ringflake.WithRingSize(math.MaxInt)}, "valid range 1..4194304"},
-		{"negative wait", []ringflake.Option{ringflake.WithMaxWait(-time.Second)}, "max wait = -1s"},
-		{"nil clock", []ringflake.Option{ringflake.WithClock(nil)}, "clock = nil"},
-		{"nil service", []ringflake.Option{ringflake.WithMachineIDService(nil)}, "machine ID service = nil"},
-		{"zero layout", []ringflake.Option{ringflake.WithLayout(ringflake.Layout{})}, "Layout.TimeBits = 0; valid range 1..62"},
-		{"bits not 63", []ringflake.Option{ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 11, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "41+10+11 = 62; want a sum of 63"},
-		{"zero tick", []ringflake.Option{ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: tiny.Epoch})}, "Layout.Tick = 0s; valid range at least 1ns"},
-		{"zero epoch", []ringflake.Option{ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Tick: time.Millisecond})}, "Layout.Epoch = 0001-01-01T00:00:00Z"},
-		{"zero acquire timeout", []ringflake.Option{ringflake.WithAcquireTimeout(0)}, "acquire timeout = 0s; valid range more than 0"},
-		{"negative acquire timeout", []ringflake.Option{ringflake.WithAcquireTimeout(-time.Second)}, "acquire timeout = -1s"},
+		{"negative ring", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithRingSize(-1)}, "ring size = -1; valid range 1..4194304"},
+		{"ring too big", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithRingSize(math.MaxInt)}, "valid range 1..4194304"},
+		{"negative wait", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithMaxWait(-time.Second)}, "max wait = -1s"},
+		{"bits not 63", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 11, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "41+10+11 = 62; want a sum of 63"},
+		{"zero tick", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: tiny.Epoch})}, "Layout.Tick = 0s; valid range at least 1ns"},
+		{"tick under 1µs", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: tiny.Epoch, Tick: time.Microsecond - 1})}, "Layout.Tick = 999ns; valid range at least 1µs for a generator"},
+		{"zero epoch", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Tick: time.Millisecond})}, "Layout.Epoch = 0001-01-01T00:00:00Z"},
+		{"epoch ahead of the clock", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Tick: time.Millisecond, Epoch: time.Now().Add(time.Hour)})}, "is ahead of the clock"},
+		{"epoch ahead of an injected clock", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return tiny.Epoch.Add(-time.Nanosecond) }), ringflake.WithLayout(tiny)}, "is ahead of the clock"},
+		{"layout already ended", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 20, MachineBits: 10, SequenceBits: 33, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "the layout's range ended at 2024-01-01T00:17:28.576Z"},
+		{"negative acquire timeout", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithAcquireTimeout(-time.Second)}, "acquire timeout = -1s"},
 		{"machine bits too few", []ringflake.Option{ringflake.WithLayout(tiny), ringflake.WithMachineID(32)}, "machine ID = 32; valid range 0..31"},
 	}
 	for _, tt := range tests {
@@ -334,21 +319,24 @@ func TestZeroAndClosedGenerator(t *testing.T) {
 	_, err = nilGen.NextID()
 	assert.ErrorIs(t, err, ringflake.ErrClosed, "nil *Generator")
 	assert.NoError(t, nilGen.Close())
-	assert.Equal(t, int64(-1), nilGen.MachineID())
+	assert.Equal(t, int64(-1), nilGen.Lease().ID)
+	assert.ErrorIs(t, zero.Lease().Err, ringflake.ErrClosed)
 
 	g, err := ringflake.New(ringflake.WithMachineID(9))
 	require.NoError(t, err)
-	assert.Equal(t, int64(9), g.MachineID())
+	assert.Equal(t, machineid.Lease{ID: 9, Held: true}, g.Lease())
 	assert.Equal(t, ringflake.DefaultLayout(), g.Layout())
 	require.NoError(t, g.Close())
 	require.NoError(t, g.Close(), "Close twice")
 	_, err = g.NextID()
 	assert.ErrorIs(t, err, ringflake.ErrClosed)
-	assert.Equal(t, int64(-1), g.MachineID())
+	assert.Equal(t, int64(-1), g.Lease().ID)
+	assert.False(t, g.Lease().Held)
+	assert.ErrorIs(t, g.Lease().Err, ringflake.ErrClosed)
 }
 
 func TestNextIDAllocatesNothing(t *testing.T) {
-	g, err := ringflake.New()
+	g, err := ringflake.New(ringflake.WithMachineID(1))
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(1000, func() {
 		if _, err := g.NextID(); err != nil {
@@ -389,5 +377,5 @@ func TestGeneratorRealClockConcurrent(t *testing.T) {
 	assert.Len(t, seen, 80000)
 	s := g.Stats()
 	assert.Equal(t, uint64(80000), s.Issued)
-	assert.Zero(t, s.Errors, "no errors counted")
+	assert.Zero(t, s.Failed, "no errors counted")
 }

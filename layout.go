@@ -95,7 +95,6 @@ var (
 // or -1 if MachineBits is outside 0..61.
 func (l Layout) MaxMachine() int64 { return maxOf(l.MachineBits, 61) }
 
-
 func maxOf(bits, limit int) int64 {
 	if bits < 0 || bits > limit {
 		return -1

@@ -35,7 +35,7 @@ func TestLayoutValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := tt.l.Validate()
+			err := ringflake.LayoutValidate(tt.l)
 			if tt.want == "" {
 				assert.NoError(t, err)
 				return
@@ -78,8 +78,8 @@ func TestLayoutHugeSpanSaturates(t *testing.T) {
 	// time.Time: decoding saturates instead of wrapping, and generating is
 	// limited to what fits in a Duration.
 	l := ringflake.Layout{TimeBits: 62, MachineBits: 0, SequenceBits: 1, Epoch: time.Unix(0, 0).UTC(), Tick: time.Hour}
-	require.NoError(t, l.Validate())
-	assert.Equal(t, int64(math.MaxInt64)/int64(time.Hour)-1, l.MaxTicks(), "(MaxTicks+1)×Tick fits in a Duration")
+	require.NoError(t, ringflake.LayoutValidate(l))
+	assert.Equal(t, int64(math.MaxInt64)/int64(time.Hour)-1, ringflake.LayoutMaxTicks(l), "(MaxTicks+1)×Tick fits in a Duration")
 	assert.False(t, l.End().After(l.Epoch.Add(math.MaxInt64)), "End is within a Duration of the epoch")
 	p := l.Decompose(math.MaxInt64)
 	assert.Equal(t, int64(1<<62-1), p.Ticks)
@@ -106,23 +106,25 @@ func TestLayoutMethodsOnInvalidLayouts(t *testing.T) {
 	t.Parallel()
 	for _, l := range []ringflake.Layout{{}, {TimeBits: -1, MachineBits: -5, SequenceBits: 99}, {TimeBits: 70, MachineBits: 70, SequenceBits: -70, Tick: -1}} {
 		assert.NotPanics(t, func() {
-			assert.Equal(t, int64(-1), l.MaxTicks())
+			assert.Equal(t, int64(-1), ringflake.LayoutMaxTicks(l))
 			assert.True(t, l.End().IsZero())
 			_ = l.MaxMachine()
-			_ = l.MaxSequence()
+			_ = ringflake.LayoutMaxSequence(l)
 			_ = l.Decompose(12345)
 			_, err := l.Compose(ringflake.Parts{})
 			assert.ErrorIs(t, err, ringflake.ErrInvalidConfig)
 		}, "layout %+v", l)
 	}
 	assert.Equal(t, int64(-1), ringflake.Layout{MachineBits: -1}.MaxMachine())
-	assert.Equal(t, int64(-1), ringflake.Layout{SequenceBits: 63}.MaxSequence())
+	assert.Equal(t, int64(-1), ringflake.LayoutMaxSequence(ringflake.Layout{SequenceBits: 63}))
 }
 
 func TestZeroTimeClockReportsAPositiveGap(t *testing.T) {
 	t.Parallel()
-	g, err := ringflake.New(ringflake.WithClock(func() time.Time { return time.Time{} }))
+	now := time.Now() // New checks that the layout can issue now
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
 	require.NoError(t, err)
+	now = time.Time{}
 	_, err = g.NextID()
 	var ce *ringflake.ClockError
 	require.ErrorAs(t, err, &ce)

@@ -53,6 +53,19 @@ var inUse sync.Map // machineid.Leaser → struct{}
 // errLeaserInUse is returned by New for a Leaser that a live generator uses.
 var errLeaserInUse = fmt.Errorf("%w: this machineid.Leaser already serves a live generator, and both would issue with its one machine ID; give each generator its own Leaser (its own lease)", ErrInvalidConfig)
 
+// claimLeaser records l as in use, or returns why it cannot be.
+func claimLeaser(l machineid.Leaser) (err error) {
+	defer func() {
+		if recover() != nil { // a map key must be comparable
+			err = fmt.Errorf("%w: a machineid.Leaser must be comparable, such as a pointer; %T is not", ErrInvalidConfig, l)
+		}
+	}()
+	if _, taken := inUse.LoadOrStore(l, struct{}{}); taken {
+		return errLeaserInUse
+	}
+	return nil
+}
+
 // attach gets the machine ID from src and, if src is a [machineid.Leaser],
 // starts following its lease and waits out the mark it inherited; all
 // within timeout.
@@ -60,8 +73,8 @@ func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	leaser, leased := src.(machineid.Leaser)
 	if leased {
-		if _, taken := inUse.LoadOrStore(leaser, struct{}{}); taken {
-			return errLeaserInUse
+		if err := claimLeaser(leaser); err != nil {
+			return err
 		}
 	}
 	id, err := acquire(src, leaser, timeout)

@@ -3,7 +3,7 @@ package ringflake_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"sync"
@@ -28,6 +28,7 @@ type fakeLeaser struct {
 	watchers map[int]func(machineid.Lease)
 	n        int
 	closes   int
+	issued   time.Time // the last Release's argument
 }
 
 func newFakeLeaser(l machineid.Lease) *fakeLeaser {
@@ -58,10 +59,11 @@ func (f *fakeLeaser) Watch(fn func(machineid.Lease)) func() {
 	}
 }
 
-func (f *fakeLeaser) Close() error {
+func (f *fakeLeaser) Release(issued time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closes++
+	f.issued = issued
 	return nil
 }
 
@@ -85,7 +87,7 @@ var leaseStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func leasedGenerator(t *testing.T, f *fakeLeaser, clock *fakeclock.Clock) *ringflake.Generator {
 	t.Helper()
-	g, err := ringflake.New(ringflake.WithMachineIDService(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })
 	return g
@@ -100,19 +102,21 @@ func TestLeaseBounds(t *testing.T) {
 		at      time.Time
 		wantErr error // nil: issues
 	}{
-		{"no bounds", machineid.Lease{ID: 3, Valid: true}, leaseStart, nil},
-		{"invalid", machineid.Lease{ID: 3}, leaseStart, ringflake.ErrLeaseLost},
-		{"at the previous holder's mark", machineid.Lease{ID: 3, Valid: true, After: leaseStart}, leaseStart, ringflake.ErrClockBehind},
-		{"before the previous holder's mark", machineid.Lease{ID: 3, Valid: true, After: leaseStart.Add(5 * time.Second)}, leaseStart, ringflake.ErrClockBehind},
-		{"just past the mark", machineid.Lease{ID: 3, Valid: true, After: leaseStart}, leaseStart.Add(ms), nil},
-		{"at the confirmed mark", machineid.Lease{ID: 3, Valid: true, Until: leaseStart}, leaseStart, nil},
-		{"past the confirmed mark", machineid.Lease{ID: 3, Valid: true, Until: leaseStart}, leaseStart.Add(ms), ringflake.ErrLeaseLost},
-		{"inside both", machineid.Lease{ID: 3, Valid: true, After: leaseStart.Add(-ms), Until: leaseStart.Add(ms)}, leaseStart, nil},
+		{"no bounds", machineid.Lease{ID: 3, Held: true}, leaseStart, nil},
+		{"not held", machineid.Lease{ID: 3}, leaseStart, ringflake.ErrLeaseLost},
+		{"at the previous holder's mark", machineid.Lease{ID: 3, Held: true, After: leaseStart}, leaseStart, ringflake.ErrMarkAhead},
+		{"before the previous holder's mark", machineid.Lease{ID: 3, Held: true, After: leaseStart.Add(5 * time.Second)}, leaseStart, ringflake.ErrMarkAhead},
+		{"just past the mark", machineid.Lease{ID: 3, Held: true, After: leaseStart}, leaseStart.Add(ms), nil},
+		{"at the confirmed mark", machineid.Lease{ID: 3, Held: true, Until: leaseStart}, leaseStart, nil},
+		{"past the confirmed mark", machineid.Lease{ID: 3, Held: true, Until: leaseStart}, leaseStart.Add(ms), ringflake.ErrLeaseLost},
+		{"inside both", machineid.Lease{ID: 3, Held: true, After: leaseStart.Add(-ms), Until: leaseStart.Add(ms)}, leaseStart, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := leasedGenerator(t, newFakeLeaser(tt.lease), fakeclock.New(tt.at))
+			f := newFakeLeaser(machineid.Lease{ID: 3, Held: true})
+			g := leasedGenerator(t, f, fakeclock.New(tt.at))
+			f.set(tt.lease) // a report after New, as a renewal or a new lease makes
 			id, err := g.NextID()
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr, "NextID() = %d", id)
@@ -130,7 +134,7 @@ func TestLeaseBounds(t *testing.T) {
 
 func TestLeaseLostAndRegained(t *testing.T) {
 	t.Parallel()
-	f := newFakeLeaser(machineid.Lease{ID: 7, Valid: true})
+	f := newFakeLeaser(machineid.Lease{ID: 7, Held: true})
 	clock := fakeclock.New(leaseStart)
 	g := leasedGenerator(t, f, clock)
 	_, err := g.NextID()
@@ -141,10 +145,11 @@ func TestLeaseLostAndRegained(t *testing.T) {
 	require.ErrorIs(t, err, ringflake.ErrLeaseLost, "no ID may be issued on a lost lease")
 
 	// Regained as another ID, whose previous holder used up to now.
-	f.set(machineid.Lease{ID: 9, Valid: true, After: clock.Now()})
-	assert.Equal(t, int64(9), g.MachineID())
+	f.set(machineid.Lease{ID: 9, Held: true, After: clock.Now()})
+	assert.Equal(t, int64(9), g.Lease().ID)
 	_, err = g.NextID()
-	require.ErrorIs(t, err, ringflake.ErrClockBehind, "the new ID's previous holder's time must not be reused")
+	require.ErrorIs(t, err, ringflake.ErrMarkAhead, "the new ID's previous holder's time must not be reused")
+	assert.NotErrorIs(t, err, ringflake.ErrClockBehind, "the clock is not at fault")
 	clock.Add(time.Millisecond)
 	id, err := g.NextID()
 	require.NoError(t, err)
@@ -160,8 +165,8 @@ func TestLeaseAcquireFailures(t *testing.T) {
 		opts    []ringflake.Option
 		wantErr error
 	}{
-		{"ID above the layout's range", newFakeLeaser(machineid.Lease{ID: 5000, Valid: true}), nil, ringflake.ErrInvalidConfig},
-		{"negative ID", newFakeLeaser(machineid.Lease{ID: -1, Valid: true}), nil, ringflake.ErrInvalidConfig},
+		{"ID above the layout's range", newFakeLeaser(machineid.Lease{ID: 5000, Held: true}), nil, ringflake.ErrInvalidConfig},
+		{"negative ID", newFakeLeaser(machineid.Lease{ID: -1, Held: true}), nil, ringflake.ErrInvalidConfig},
 		{"service blocks past the timeout", &fakeLeaser{block: true}, []ringflake.Option{ringflake.WithAcquireTimeout(10 * time.Millisecond)}, context.DeadlineExceeded},
 		{"service fails", &fakeLeaser{}, nil, boom},
 	}
@@ -172,9 +177,10 @@ func TestLeaseAcquireFailures(t *testing.T) {
 			if tt.wantErr == boom {
 				svc = failingLeaser{tt.f, boom}
 			}
-			_, err := ringflake.New(append([]ringflake.Option{ringflake.WithMachineIDService(svc)}, tt.opts...)...)
+			_, err := ringflake.New(append([]ringflake.Option{ringflake.WithMachineIDSource(svc)}, tt.opts...)...)
 			require.ErrorIs(t, err, tt.wantErr)
-			assert.Equal(t, 1, tt.f.closeCount(), "a failed New should close the leaser it could not use")
+			require.Eventually(t, func() bool { return tt.f.closeCount() == 1 }, 5*time.Second, time.Millisecond,
+				"a failed New should release the leaser it could not use")
 		})
 	}
 }
@@ -189,21 +195,23 @@ func (f failingLeaser) MachineID(context.Context) (int64, error) { return 0, f.e
 
 func TestGeneratorCloseReleasesTheLease(t *testing.T) {
 	t.Parallel()
-	f := newFakeLeaser(machineid.Lease{ID: 1, Valid: true})
-	g, err := ringflake.New(ringflake.WithMachineIDService(f))
+	f := newFakeLeaser(machineid.Lease{ID: 1, Held: true})
+	g, err := ringflake.New(ringflake.WithMachineIDSource(f))
 	require.NoError(t, err)
 	require.NoError(t, g.Close())
 	require.NoError(t, g.Close())
 	assert.Equal(t, 1, f.closeCount(), "Close should release the lease exactly once")
-	f.set(machineid.Lease{ID: 1, Valid: true}) // a late report must not reopen it
+	assert.Equal(t, g.Layout().Epoch.Add(-time.Nanosecond), f.issued, "nothing issued: Release is told the instant before the epoch")
+	f.set(machineid.Lease{ID: 1, Held: true}) // a late report must not reopen it
 	_, err = g.NextID()
 	assert.ErrorIs(t, err, ringflake.ErrClosed)
-	assert.Equal(t, int64(-1), g.MachineID())
+	assert.Equal(t, int64(-1), g.Lease().ID)
 }
 
-func TestPlainServiceGivesAFixedID(t *testing.T) {
+func TestPlainSourceGivesAFixedID(t *testing.T) {
 	t.Parallel()
-	g, err := ringflake.New(ringflake.WithMachineIDService(machineid.Static(12, ringflake.DefaultLayout().MaxMachine())))
+	src := machineid.FromFunc(1023, func(context.Context) (int64, error) { return 12, nil })
+	g, err := ringflake.New(ringflake.WithMachineIDSource(src))
 	require.NoError(t, err)
 	defer g.Close()
 	id, err := g.NextID()
@@ -229,13 +237,13 @@ func (c *countingClock) Now() time.Time {
 func waitingOnLostLease(t *testing.T, f *fakeLeaser) (*ringflake.Generator, chan error, int64) {
 	t.Helper()
 	clock := &countingClock{Clock: fakeclock.New(leaseStart)}
-	g, err := ringflake.New(ringflake.WithMachineIDService(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(time.Hour))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(time.Hour))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })
 	f.set(machineid.Lease{ID: 7})
 	done := make(chan error, 1)
 	go func() {
-		_, err := g.NextIDContext(t.Context())
+		_, err := g.NextID()
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -257,51 +265,35 @@ func result(t *testing.T, done chan error, after string) error {
 // sleeps until the lease changes instead of polling, and wakes when it does.
 func TestLeaseWaitWakesOnReport(t *testing.T) {
 	t.Parallel()
-	f := newFakeLeaser(machineid.Lease{ID: 7, Valid: true})
+	f := newFakeLeaser(machineid.Lease{ID: 7, Held: true})
 	g, done, reads := waitingOnLostLease(t, f)
 	// One read, and one more to rule out a descheduled caller, are all a
 	// waiting call needs; polling every tick would have made about 100.
 	assert.LessOrEqual(t, reads, int64(3), "clock reads while waiting 100 ms for a lost lease")
-	f.set(machineid.Lease{ID: 7, Valid: true})
+	f.set(machineid.Lease{ID: 7, Held: true})
 	require.NoError(t, result(t, done, "it was regained"))
-	assert.Equal(t, int64(7), g.MachineID())
+	assert.Equal(t, int64(7), g.Lease().ID)
 }
 
 // TestCloseWakesLeaseWait checks that Close ends a wait for a lost lease.
 func TestCloseWakesLeaseWait(t *testing.T) {
 	t.Parallel()
-	g, done, _ := waitingOnLostLease(t, newFakeLeaser(machineid.Lease{ID: 7, Valid: true}))
+	g, done, _ := waitingOnLostLease(t, newFakeLeaser(machineid.Lease{ID: 7, Held: true}))
 	require.NoError(t, g.Close())
 	require.ErrorIs(t, result(t, done, "Close"), ringflake.ErrClosed)
 }
 
-// rangedLeaser is a fakeLeaser that declares the IDs it may hand out.
-type rangedLeaser struct {
-	*fakeLeaser
-	lo, hi int64
-}
-
-func (r rangedLeaser) Range() (int64, int64) { return r.lo, r.hi }
-
-func TestServiceRangeMustFitTheLayout(t *testing.T) {
+// A lease report with an ID the layout cannot hold stops issuing, and the
+// error says why.
+func TestLeaseOutsideTheLayoutIsNotHeld(t *testing.T) {
 	t.Parallel()
-	layout := ringflake.DefaultLayout()
-	layout.MachineBits, layout.SequenceBits = 3, 19 // machine IDs 0..7
-	for _, tt := range []struct {
-		lo, hi int64
-		ok     bool
-	}{{0, 7, true}, {3, 3, true}, {0, 8, false}, {-1, 7, false}, {5, 2, false}, {0, math.MaxInt64, false}} {
-		f := newFakeLeaser(machineid.Lease{ID: 3, Valid: true})
-		g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDService(rangedLeaser{f, tt.lo, tt.hi}))
-		if tt.ok {
-			require.NoError(t, err, "range %d..%d", tt.lo, tt.hi)
-			require.NoError(t, g.Close())
-			continue
-		}
-		require.ErrorIs(t, err, ringflake.ErrInvalidConfig, "range %d..%d", tt.lo, tt.hi)
-		assert.Contains(t, err.Error(), fmt.Sprintf("machine ID range of service = %d..%d; valid range within 0..7", tt.lo, tt.hi))
-		assert.Equal(t, 1, f.closeCount(), "range %d..%d: the refused service should be closed", tt.lo, tt.hi)
-	}
+	f := newFakeLeaser(machineid.Lease{ID: 3, Held: true})
+	g := leasedGenerator(t, f, fakeclock.New(leaseStart))
+	f.set(machineid.Lease{ID: 4096, Held: true})
+	_, err := g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
+	assert.Contains(t, err.Error(), "machine ID 4096, outside the layout's 0..1023")
+	assert.False(t, g.Lease().Held == true && g.Lease().ID == 4096 && err == nil)
 }
 
 // stuckLeaser is a fakeLeaser whose MachineID ignores its context and
@@ -321,10 +313,10 @@ func (s stuckLeaser) MachineID(context.Context) (int64, error) {
 // leaked.
 func TestAcquireIgnoringContextIsBounded(t *testing.T) {
 	t.Parallel()
-	s := stuckLeaser{newFakeLeaser(machineid.Lease{ID: 4, Valid: true}), make(chan struct{})}
+	s := stuckLeaser{newFakeLeaser(machineid.Lease{ID: 4, Held: true}), make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := ringflake.New(ringflake.WithMachineIDService(s), ringflake.WithAcquireTimeout(20*time.Millisecond))
+		_, err := ringflake.New(ringflake.WithMachineIDSource(s), ringflake.WithAcquireTimeout(20*time.Millisecond))
 		done <- err
 	}()
 	select {
@@ -360,18 +352,18 @@ func (p panickyLeaser) MachineID(context.Context) (int64, error) {
 // New fail. Neither leaves the lease behind or New waiting.
 func TestAcquireServicePanicsAndGoexits(t *testing.T) {
 	t.Parallel()
-	p := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Valid: true})}
+	p := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Held: true})}
 	func() {
 		defer func() {
 			assert.Equal(t, "service failed", recover(), "New should pass the service's panic on")
 		}()
-		_, _ = ringflake.New(ringflake.WithMachineIDService(p))
+		_, _ = ringflake.New(ringflake.WithMachineIDSource(p))
 		t.Error("New returned despite the service's panic")
 	}()
 	assert.Equal(t, 1, p.closeCount(), "the leaser is closed before the panic goes on")
 
-	x := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Valid: true}), goexit: true}
-	_, err := ringflake.New(ringflake.WithMachineIDService(x))
+	x := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Held: true}), goexit: true}
+	_, err := ringflake.New(ringflake.WithMachineIDSource(x))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "runtime.Goexit")
 	assert.Equal(t, 1, x.closeCount(), "the leaser is closed")
@@ -392,9 +384,100 @@ func (s slowLeaser) MachineID(context.Context) (int64, error) {
 // no wait at all.
 func TestHugeAcquireTimeout(t *testing.T) {
 	t.Parallel()
-	s := slowLeaser{newFakeLeaser(machineid.Lease{ID: 6, Valid: true}), 20 * time.Millisecond}
-	g, err := ringflake.New(ringflake.WithMachineIDService(s), ringflake.WithAcquireTimeout(math.MaxInt64))
+	s := slowLeaser{newFakeLeaser(machineid.Lease{ID: 6, Held: true}), 20 * time.Millisecond}
+	g, err := ringflake.New(ringflake.WithMachineIDSource(s), ringflake.WithAcquireTimeout(math.MaxInt64))
 	require.NoError(t, err)
 	defer g.Close()
-	assert.Equal(t, int64(6), g.MachineID())
+	assert.Equal(t, int64(6), g.Lease().ID)
+}
+
+// One Leaser holds one machine ID: two live generators on it would issue
+// the same IDs. The second New is refused, and the first's Close frees it.
+func TestLeaserServesOneGenerator(t *testing.T) {
+	t.Parallel()
+	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true})
+	g, err := ringflake.New(ringflake.WithMachineIDSource(f))
+	require.NoError(t, err)
+	_, err = ringflake.New(ringflake.WithMachineIDSource(f))
+	require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "already serves a live generator")
+	assert.Zero(t, f.closeCount(), "the refused New must not release the first generator's lease")
+	_, err = g.NextID()
+	require.NoError(t, err, "the first generator keeps issuing")
+	require.NoError(t, g.Close())
+	g2, err := ringflake.New(ringflake.WithMachineIDSource(f))
+	require.NoError(t, err, "after Close the Leaser is free (this fake can lease again; a real one may refuse)")
+	require.NoError(t, g2.Close())
+}
+
+// A Leaser that cannot be a map key is refused with a clear error, not a
+// panic.
+type sliceLeaser []*fakeLeaser
+
+func (s sliceLeaser) MachineID(ctx context.Context) (int64, error) { return s[0].MachineID(ctx) }
+func (s sliceLeaser) Watch(fn func(machineid.Lease)) func()        { return s[0].Watch(fn) }
+func (s sliceLeaser) Release(issued time.Time) error               { return s[0].Release(issued) }
+
+func TestIncomparableLeaserIsRefused(t *testing.T) {
+	t.Parallel()
+	_, err := ringflake.New(ringflake.WithMachineIDSource(sliceLeaser{newFakeLeaser(machineid.Lease{ID: 1, Held: true})}))
+	require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "must be comparable")
+}
+
+// New waits out a mark the lease inherited (a previous holder's, or a
+// restarted store's floor), so that the generator it returns can issue at
+// once; the wait is logged with how long and until when.
+func TestNewWaitsOutTheInheritedMark(t *testing.T) {
+	t.Parallel()
+	var rec records
+	mark := time.Now().Add(150 * time.Millisecond)
+	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true, After: mark})
+	g, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithMaxWait(0), ringflake.WithLogger(slog.New(&rec)))
+	require.NoError(t, err)
+	defer g.Close()
+	assert.False(t, time.Now().Before(mark), "New returned before the clock passed the mark")
+	id, err := g.NextID()
+	require.NoError(t, err, "the first call after New issues, even with MaxWait 0")
+	assert.True(t, g.Layout().Decompose(id).Time.After(mark), "the ID's time is past the inherited mark")
+	got := rec.get("ringflake: waiting for the machine ID's inherited mark")
+	require.Len(t, got, 1)
+	assert.True(t, mark.Equal(got[0]["until"].(time.Time)), "until = %v; want %v", got[0]["until"], mark)
+	assert.Positive(t, got[0]["by"])
+	assert.Equal(t, int64(5), got[0]["machine"])
+}
+
+// A mark further ahead than the acquire timeout fails New at once with
+// ErrMarkAhead and the figures, and releases the lease.
+func TestNewFailsOnAMarkBeyondTheTimeout(t *testing.T) {
+	t.Parallel()
+	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true, After: time.Now().Add(time.Hour)})
+	start := time.Now()
+	_, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithAcquireTimeout(time.Minute))
+	require.ErrorIs(t, err, ringflake.ErrMarkAhead)
+	assert.NotErrorIs(t, err, ringflake.ErrClockBehind)
+	var ce *ringflake.ClockError
+	require.ErrorAs(t, err, &ce)
+	assert.InDelta(t, time.Hour, ce.By, float64(time.Minute), "how far ahead the mark is")
+	assert.Contains(t, err.Error(), "inherited mark is ahead of the clock")
+	assert.Less(t, time.Since(start), 30*time.Second, "New need not wait for a mark it cannot reach")
+	assert.Equal(t, 1, f.closeCount(), "the lease is released")
+
+	// And with a frozen injected clock, New gives up when the timeout ends.
+	frozen := fakeclock.New(leaseStart)
+	f2 := newFakeLeaser(machineid.Lease{ID: 5, Held: true, After: leaseStart.Add(time.Millisecond)})
+	_, err = ringflake.New(ringflake.WithMachineIDSource(f2), ringflake.WithClock(frozen.Now), ringflake.WithAcquireTimeout(50*time.Millisecond))
+	require.ErrorIs(t, err, ringflake.ErrMarkAhead)
+}
+
+// A lease that is not held when New starts following it fails New once
+// the acquire timeout ends, with the lease's cause.
+func TestNewFailsOnALeaseNeverHeld(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("store unreachable")
+	f := newFakeLeaser(machineid.Lease{ID: 5, Err: cause})
+	_, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithAcquireTimeout(30*time.Millisecond))
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
+	assert.ErrorIs(t, err, cause)
+	assert.Equal(t, 1, f.closeCount(), "the lease is released")
 }

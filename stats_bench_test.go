@@ -7,7 +7,7 @@ import "testing"
 // from the ring when Stats is called; the other counters move only on step
 // backs, waits and errors.
 func BenchmarkObserve(b *testing.B) {
-	g, err := New()
+	g, err := New(WithMachineID(1))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func BenchmarkObserve(b *testing.B) {
 
 // BenchmarkStats is the cost of a snapshot with the default 4096-slot ring.
 func BenchmarkStats(b *testing.B) {
-	g, err := New()
+	g, err := New(WithMachineID(1))
 	if err != nil {
 		b.Fatal(err)
 	}

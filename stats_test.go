@@ -1,8 +1,6 @@
 package ringflake_test
 
 import (
-	"bytes"
-	"log/slog"
 	"sort"
 	"testing"
 	"time"
@@ -17,7 +15,7 @@ import (
 func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	issue := func(n int) {
 		for range n {
@@ -49,9 +47,9 @@ func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 	assert.Equal(t, uint64(1), s.StepBacks, "one step back until the clock passes tick 100 again")
 	assert.Equal(t, 60*time.Millisecond, s.LargestStepBack)
 	assert.Equal(t, uint64(21), s.SpareIssued, "IDs issued while behind")
-	assert.Equal(t, uint64(1), s.Errors.ClockBehind)
-	assert.Equal(t, uint64(1), s.Errors.SequenceExhausted)
-	assert.Equal(t, uint64(1), s.Errors.BeforeEpoch)
+	assert.Equal(t, uint64(1), s.Failed.ClockBehind)
+	assert.Equal(t, uint64(1), s.Failed.SequenceExhausted)
+	assert.Equal(t, uint64(1), s.Failed.BeforeEpoch)
 	assert.Zero(t, s.Waits, "MaxWait 0 never waits")
 
 	clock.Set(at(101, 0)) // past the latest tick: a new step back counts again
@@ -64,58 +62,13 @@ func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 func TestStatsIssuedSurvivesRingReuse(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.NewTicker(at(1, 0), 20*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(2),
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(2),
 		ringflake.WithMaxWait(time.Minute)) // the clock moves per reading, not with time: see TestGeneratorOrderingWithMonotonicClock
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 4, 500)
 	require.Empty(t, errs)
 	assert.Equal(t, uint64(len(ids)), g.Stats().Issued, "issued counts retired ticks of reused slots too")
 	assert.Positive(t, g.Stats().Waits, "a 16-per-tick layout at this rate waits for ticks")
-}
-
-func TestEventsAreRateLimitedAndLogged(t *testing.T) {
-	t.Parallel()
-	var got []ringflake.Event
-	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(3),
-		ringflake.WithEvents(func(e ringflake.Event) { got = append(got, e) }), ringflake.WithEventInterval(time.Hour))
-	require.NoError(t, err)
-	for i := range 5 {
-		clock.Set(at(int64(200+10*i), 0))
-		_, err := g.NextID()
-		require.NoError(t, err)
-		clock.Set(at(int64(150+10*i), 0))
-		_, err = g.NextID()
-		require.NoError(t, err)
-	}
-	require.Len(t, got, 1, "one event per interval however often the clock flaps")
-	assert.Equal(t, ringflake.EventStepBack, got[0].Kind)
-	assert.Equal(t, 50*time.Millisecond, got[0].By)
-	assert.Equal(t, int64(3), got[0].Machine)
-	assert.Equal(t, uint64(5), g.Stats().StepBacks, "the counters still see every step back")
-
-	var buf bytes.Buffer
-	log := ringflake.SlogEvents(slog.New(slog.NewTextHandler(&buf, nil)))
-	log(ringflake.Event{Kind: ringflake.EventStepBack, By: 50 * time.Millisecond, Machine: 3, Suppressed: 4})
-	assert.Contains(t, buf.String(), `level=WARN msg="ringflake: step_back" by=50ms machine=3 suppressed=4`)
-}
-
-// SlogEvents(nil) logs to slog.Default rather than panic inside NextID.
-// Not parallel: it replaces the default logger.
-func TestSlogEventsNilLogger(t *testing.T) {
-	var buf bytes.Buffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	defer slog.SetDefault(old)
-	clock := fakeclock.New(at(200, 0))
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithEvents(ringflake.SlogEvents(nil)))
-	require.NoError(t, err)
-	_, err = g.NextID()
-	require.NoError(t, err)
-	clock.Set(at(150, 0)) // a step back, inside the ring
-	_, err = g.NextID()
-	require.NoError(t, err, "the ring serves the step back")
-	assert.Contains(t, buf.String(), `msg="ringflake: step_back"`, "the event goes to the default logger")
 }
 
 func TestNextN(t *testing.T) {
@@ -135,7 +88,7 @@ func TestNextN(t *testing.T) {
 	assert.Equal(t, uint64(100), g.Stats().Issued)
 
 	frozen := fakeclock.New(at(3, 0))
-	g, err = ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now), ringflake.WithMaxWait(0))
+	g, err = ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	n, err = g.NextN(dst)
 	assert.Equal(t, 16, n, "a frozen clock fills one tick")
@@ -146,7 +99,7 @@ func TestNextN(t *testing.T) {
 }
 
 func TestNextNAllocatesNothing(t *testing.T) {
-	g, err := ringflake.New()
+	g, err := ringflake.New(ringflake.WithMachineID(1))
 	require.NoError(t, err)
 	dst := make([]ringflake.ID, 64)
 	allocs := testing.AllocsPerRun(200, func() {

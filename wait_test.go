@@ -42,7 +42,7 @@ func TestRoundTakeHandsOutDisjointShares(t *testing.T) {
 // Not parallel: it measures this generator's fairness, so it should not
 // share the machine with the other tests' goroutines.
 func TestWaitersAreServedFirst(t *testing.T) {
-	g, err := New(WithMaxWait(500 * time.Millisecond))
+	g, err := New(WithMachineID(1), WithMaxWait(500*time.Millisecond))
 	require.NoError(t, err)
 	ids, failed := loopCallers(t, g, 256, 500*time.Millisecond)
 	assert.Zero(t, failed, "calls that ran out of MaxWait under a healthy clock")
@@ -118,7 +118,7 @@ func TestRoundShareServesLongestWaitingFirst(t *testing.T) {
 // for the reason TestWaitersAreServedFirst gives.
 func TestOverloadIsServedInTurn(t *testing.T) {
 	l := Layout{TimeBits: 57, MachineBits: 5, SequenceBits: 1, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
-	g, err := New(WithLayout(l), WithMaxWait(100*time.Millisecond))
+	g, err := New(WithMachineID(1), WithLayout(l), WithMaxWait(100*time.Millisecond))
 	require.NoError(t, err)
 	ids, failed := loopCallers(t, g, 32, time.Second)
 	assert.Zero(t, failed, "calls that ran out of MaxWait while waiting their turn")
@@ -134,7 +134,7 @@ var waitLayout = Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: D
 // A lone caller that waits for every other tick allocates nothing: the
 // round is reused, and there is no channel and no error to build.
 func TestLoneWaiterAllocatesNothing(t *testing.T) {
-	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Second))
+	g, err := New(WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Second))
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(100, func() {
 		for range 5 { // 5 IDs from a 4-ID tick: at least one wait per run
@@ -153,7 +153,7 @@ func TestLoneWaiterAllocatesNothing(t *testing.T) {
 // goroutines, until its caches settle); a scheme that allocated per tick,
 // or per waiter, would make hundreds.
 func TestFollowersAllocateNothing(t *testing.T) {
-	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Second))
+	g, err := New(WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Second))
 	require.NoError(t, err)
 	const goroutines = 8
 	var (
@@ -229,7 +229,7 @@ func TestFrozenClockWaitSleeps(t *testing.T) {
 			t.Parallel()
 			now := tt.l.Epoch.Add(1000*tt.l.Tick + tt.into)
 			var reads atomic.Int64
-			g, err := New(WithLayout(tt.l), WithMaxWait(200*time.Millisecond), WithClock(func() time.Time {
+			g, err := New(WithMachineID(1), WithLayout(tt.l), WithMaxWait(200*time.Millisecond), WithClock(func() time.Time {
 				reads.Add(1)
 				return now
 			}))
@@ -255,7 +255,7 @@ func TestFrozenClockWaitSleeps(t *testing.T) {
 // a miss in 3-16 of 500 waits.
 func TestTickWaitOnHealthyClockShowsTheTick(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithLayout(waitLayout))
+	g, err := New(WithMachineID(1), WithLayout(waitLayout))
 	require.NoError(t, err)
 	misses := 0
 	for range 500 {
@@ -291,7 +291,7 @@ func TestLeaderPanicLetsFollowersGo(t *testing.T) {
 			var now atomic.Int64
 			now.Store(int64(1000 * l.Tick))
 			var fuse atomic.Bool // the clock panics on the first read once set
-			g, err := New(WithLayout(l), WithMaxWait(300*time.Millisecond), WithClock(func() time.Time {
+			g, err := New(WithMachineID(1), WithLayout(l), WithMaxWait(300*time.Millisecond), WithClock(func() time.Time {
 				if fuse.CompareAndSwap(true, false) {
 					panic("clock failed")
 				}
@@ -358,7 +358,7 @@ func roundUsers(g *Generator) int32 {
 // with nothing, rather than all take the same IDs from offset 0, and the
 // round is no longer open to join.
 func TestAbandon(t *testing.T) {
-	g, err := New(WithLayout(waitLayout), WithMaxWait(time.Minute))
+	g, err := New(WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	tw := &g.ticks
 	r := new(round)
@@ -416,7 +416,7 @@ func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
 		reads.Add(1)
 		return l.Epoch.Add(1000*l.Tick + time.Since(start) - time.Duration(back.Load()))
 	}
-	g, err := New(WithLayout(l), WithRingSize(1), WithMaxWait(time.Second), WithClock(clock))
+	g, err := New(WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(time.Second), WithClock(clock))
 	require.NoError(t, err)
 	for range 4 { // the current tick's whole sequence: the one slot is full
 		_, err := g.NextID()
@@ -431,7 +431,7 @@ func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
 	assert.Less(t, reads.Load(), int64(20), "clock reads while waiting about 40 ticks (one wake-up per tick would read far more)")
 	t.Logf("%d clock reads", reads.Load())
 
-	g2, err := New(WithLayout(l), WithRingSize(1), WithMaxWait(10*time.Millisecond), WithClock(clock))
+	g2, err := New(WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(10*time.Millisecond), WithClock(clock))
 	require.NoError(t, err)
 	back.Store(0)
 	for range 4 {
@@ -455,7 +455,7 @@ func TestPauseRereadsAStaleReading(t *testing.T) {
 	t.Parallel()
 	l := Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
 	now := l.Epoch.Add(1030*time.Millisecond + 100*time.Microsecond)
-	g, err := New(WithLayout(l), WithRingSize(64), WithMaxWait(20*time.Millisecond), WithClock(func() time.Time { return now }))
+	g, err := New(WithMachineID(1), WithLayout(l), WithRingSize(64), WithMaxWait(20*time.Millisecond), WithClock(func() time.Time { return now }))
 	require.NoError(t, err)
 	r := &g.ring
 	for u := int64(1000); u < 1030; u++ {
@@ -482,7 +482,7 @@ func TestFlippingClockCannotLoopTheCall(t *testing.T) {
 	t.Parallel()
 	l := Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
 	var reads atomic.Int64
-	g, err := New(WithLayout(l), WithRingSize(64), WithMaxWait(0), WithClock(func() time.Time {
+	g, err := New(WithMachineID(1), WithLayout(l), WithRingSize(64), WithMaxWait(0), WithClock(func() time.Time {
 		return l.Epoch.Add(time.Duration(1000+(reads.Add(1)+1)%2) * time.Millisecond) // 1000, 1001, 1000, ...: each claim reads 1000
 	}))
 	require.NoError(t, err)
