@@ -1,8 +1,12 @@
 package ringflake_test
 
 import (
+	"errors"
 	"fmt"
+	"runtime/pprof"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,6 +133,111 @@ func BenchmarkNextIDGoroutines(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkNextN compares a batch from NextN with the same number of
+// NextID calls, in ns per ID. With seq=22 nothing waits, so it measures
+// the call; with the default seq=12 both are capped at the ceiling.
+func BenchmarkNextN(b *testing.B) {
+	for _, seqBits := range []int{22, 12} {
+		for _, batch := range []int{16, 256} {
+			b.Run(fmt.Sprintf("seq=%d/batch=%d/NextN", seqBits, batch), func(b *testing.B) {
+				g := newRingflake(b, seqBits).(*ringflake.Generator)
+				dst := make([]ringflake.ID, batch)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := g.NextN(dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/ID")
+			})
+			b.Run(fmt.Sprintf("seq=%d/batch=%d/NextID-loop", seqBits, batch), func(b *testing.B) {
+				g := newRingflake(b, seqBits)
+				b.ReportAllocs()
+				for b.Loop() {
+					for range batch {
+						if _, err := g.NextID(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/ID")
+			})
+		}
+	}
+}
+
+// BenchmarkStats is the cost of a snapshot with the default 4096-slot ring.
+func BenchmarkStats(b *testing.B) {
+	g := newRingflake(b, 12).(*ringflake.Generator)
+	for range 10000 {
+		if _, err := g.NextID(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = g.Stats()
+	}
+}
+
+// BenchmarkOverload measures what the tick wait's shared rounds buy over
+// each caller sleeping on its own (design=solo, the simpler design they
+// replace): callers looping on a layout of 2 IDs per 1 ms tick, so that 32
+// callers ask for 16 times the ceiling and 256 for 128 times. Per ID: the
+// calls that ran out of the 100 ms MaxWait (failed/op; every failure is
+// ErrSequenceExhausted), the process's CPU time (cpu-ns/op), and the OS
+// threads the run created (threads), which the precise sleep holds while
+// it waits. Fairness under overload is this benchmark's figure, not a
+// test's assertion: it depends on how the machine schedules the callers.
+func BenchmarkOverload(b *testing.B) {
+	l := ringflake.Layout{TimeBits: 57, MachineBits: 5, SequenceBits: 1, Epoch: ringflake.DefaultLayout().Epoch, Tick: time.Millisecond}
+	for _, design := range []string{"rounds", "solo"} {
+		for _, callers := range []int{32, 256} {
+			b.Run(fmt.Sprintf("design=%s/callers=%d", design, callers), func(b *testing.B) {
+				g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(100*time.Millisecond))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if design == "solo" {
+					ringflake.SoloWaits(g)
+				}
+				var left, failed atomic.Int64
+				left.Store(int64(b.N))
+				threads := pprof.Lookup("threadcreate").Count()
+				cpu := cpuTime()
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for range callers {
+					wg.Go(func() {
+						for left.Add(-1) >= 0 {
+							if _, err := g.NextID(); err != nil {
+								if !errors.Is(err, ringflake.ErrSequenceExhausted) {
+									b.Errorf("NextID() = %v; want ErrSequenceExhausted at worst", err)
+								}
+								failed.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/op")
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(pprof.Lookup("threadcreate").Count()-threads), "threads")
+			})
+		}
+	}
+}
+
+// cpuTime returns the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // reportErrors reports failed calls per million: under saturation every

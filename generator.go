@@ -1,8 +1,8 @@
 package ringflake
 
 import (
-	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -130,7 +130,7 @@ func (g *Generator) NextID() (ID, error) {
 		return id, nil
 	}
 	var id [1]ID
-	_, err := g.fill(context.Background(), id[:])
+	_, err := g.fill(id[:])
 	return id[0], err
 }
 
@@ -184,11 +184,12 @@ func (g *Generator) fast() (ID, bool) {
 
 // fastClaim is fast's way round for a slot that needs claim's full loop.
 func (g *Generator) fastClaim(ticks int64, st *machineState) (ID, bool) {
-	t, seq, _, cs := g.ring.claim(ticks, 1, st.b)
-	if cs != claimed || g.state.Load() != st {
+	a := attempt{ticks: ticks, st: st}
+	c, cs := g.claim(&a, 1)
+	if cs != claimed {
 		return 0, false
 	}
-	return g.layout.compose(t, st.machine, int64(seq)), true
+	return g.layout.compose(c.tick, c.machine, int64(c.seq)), true
 }
 
 // NextN fills dst with new IDs and returns how many it issued, len(dst)
@@ -200,7 +201,7 @@ func (g *Generator) fastClaim(ticks int64, st *machineState) (ID, bool) {
 // [ErrSequenceExhausted]. NextN is safe for concurrent use; concurrent
 // batches interleave, and each holds only distinct IDs.
 func (g *Generator) NextN(dst []ID) (int, error) {
-	return g.fill(context.Background(), dst)
+	return g.fill(dst)
 }
 
 // Lease returns the state of the generator's machine ID: the ID, whether
@@ -264,16 +265,16 @@ func (g *Generator) issuedUntil() time.Time {
 
 // fill issues len(dst) IDs, or as many as it can before the first failure,
 // which it returns with the count. All IDs from one claim share one tick.
-func (g *Generator) fill(ctx context.Context, dst []ID) (n int, err error) {
+func (g *Generator) fill(dst []ID) (n int, err error) {
 	if g == nil || g.clock == nil && g.wall == nil {
 		return 0, ErrClosed
 	}
-	var w waiter
+	var a attempt
 	for n < len(dst) && err == nil {
-		n, err = g.step(ctx, &w, dst, n)
+		n, err = g.step(&a, dst, n)
 	}
-	if !w.start.IsZero() {
-		g.waited(w.elapsed())
+	if !a.start.IsZero() {
+		g.waited(a.elapsed())
 	}
 	if err != nil {
 		return n, g.count(err)
@@ -283,145 +284,128 @@ func (g *Generator) fill(ctx context.Context, dst []ID) (n int, err error) {
 
 // step reads the clock once and either issues into dst[n:] or waits; it
 // returns the new count and an error that ends the call.
-func (g *Generator) step(ctx context.Context, w *waiter, dst []ID, n int) (int, error) {
-	r, d := g.read()
-	ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
-	if !ok {
-		return n, g.rangeError(r.time(), d)
+func (g *Generator) step(a *attempt, dst []ID, n int) (int, error) {
+	if err := g.look(a); err != nil {
+		return n, err
 	}
-	behind, latest := g.observe(ticks)
-	if behind {
+	if a.behind {
 		// A caller descheduled between reading the clock and this check
 		// looks like a step back. Read again before believing it.
-		if !w.rechecked {
-			w.rechecked = true
+		if !a.rechecked {
+			a.rechecked = true
 			return n, nil
 		}
-		g.noteStepBack(latest, ticks)
+		g.noteStepBack(a.latest, a.ticks)
 	}
-	st := g.state.Load()
-	if st.kind != held {
-		if st.kind == closed {
-			return n, ErrClosed
-		}
-		_, err := g.pause(ctx, w, aboveCeil, r, ticks, d, 0, st, nil, -1)
-		return n, err
+	a.st = g.state.Load()
+	if a.st.kind == closed {
+		return n, ErrClosed
 	}
-	t, seq, got, cs := g.ring.claim(ticks, uint64(len(dst)-n), st.b)
-	if cs != claimed {
-		behindOf := int64(-1)
-		if behind {
-			behindOf = latest
-		}
-		added, err := g.pause(ctx, w, cs, r, ticks, d, t, st, dst[n:], behindOf)
-		return n + added, err
-	}
-	// A lease change between the load and the CAS may have made st.machine
-	// someone else's; the claimed sequences are then dropped, which costs
-	// space but never uniqueness.
-	if g.state.Load() != st {
+	c, cs := g.claim(a, uint64(len(dst)-n))
+	switch cs {
+	case claimed:
+		return n + c.put(g.layout, 0, dst[n:]), nil
+	case stale:
 		return n, nil
 	}
-	if behind {
+	a.cs, a.t = cs, c.tick
+	added, err := g.pause(a, dst[n:])
+	return n + added, err
+}
+
+// look reads the clock into a: the reading, the tick it shows, and whether
+// that is behind the latest tick the clock has shown. It returns the error
+// for a reading outside the layout's range.
+func (g *Generator) look(a *attempt) error {
+	a.r, a.d = g.read()
+	ticks, ok := g.layout.ticksAt(a.d, g.maxTicks, g.recip)
+	if !ok {
+		return g.rangeError(a.r.time(), a.d)
+	}
+	a.ticks = ticks
+	a.behind, a.latest = g.observe(ticks)
+	return nil
+}
+
+// claim claims up to want IDs for a's reading and machine state: every
+// claim but the fast path's inlined one goes through here. It returns the
+// range claimed, or why there is none and the tick the ring would have
+// issued from. A lease change between loading the state and the CAS may
+// have made st.machine someone else's; the claimed sequences are then
+// dropped (stale), which costs space but never uniqueness.
+func (g *Generator) claim(a *attempt, want uint64) (claimRange, claimStatus) {
+	st := a.st
+	if st.kind != held {
+		return claimRange{}, notHeld
+	}
+	t, seq, got, cs := g.ring.claim(a.ticks, want, st.b)
+	if cs != claimed {
+		return claimRange{tick: t}, cs
+	}
+	if g.state.Load() != st {
+		return claimRange{}, stale
+	}
+	if a.behind {
 		g.stats.spare.Add(got)
 	}
-	for i := range got {
-		dst[n] = g.layout.compose(t, st.machine, int64(seq+i))
+	return claimRange{tick: t, machine: st.machine, seq: seq, count: got}, claimed
+}
+
+// claimRange is one successful claim: count sequences from seq, in tick,
+// with machine.
+type claimRange struct {
+	tick, machine int64
+	seq, count    uint64
+}
+
+// put writes the IDs of c from its skip-th on into dst, as many as fit, and
+// returns how many.
+func (c claimRange) put(l Layout, skip uint64, dst []ID) int {
+	n := 0
+	for s := c.seq + skip; s < c.seq+c.count && n < len(dst); s++ {
+		dst[n] = l.compose(c.tick, c.machine, int64(s))
 		n++
 	}
-	return n, nil
+	return n
 }
 
-// pause waits for a failed claim's condition to clear, within the call's
-// MaxWait, or returns the error that explains why it cannot. A wait for the
-// next tick may come back with IDs already claimed for the caller in dst;
-// pause returns how many. st is the machine state the claim was checked
-// against, and latest the latest tick the clock has shown if the reading
-// was confirmed behind it, or -1.
-func (g *Generator) pause(ctx context.Context, w *waiter, cs claimStatus, r reading, ticks int64, d time.Duration, t int64, st *machineState, dst []ID, latest int64) (int, error) {
-	need, at, fail := g.plan(cs, ticks, d, t, st, latest)
-	if cs == exhausted && at > ticks+1 {
-		// A wait longer than a tick, judged from a reading that may be
-		// old: a caller descheduled since it read the clock could sleep,
-		// or fail, for ticks the clock has already passed. Read it again;
-		// if it has moved on, go round again at once, else measure the
-		// wait from the fresh reading (the error, if any, still describes
-		// the reading the claim used). The rare path: one extra read, and
-		// one retry per call, so that a clock that flips between two
-		// readings cannot keep the call going round without ever waiting.
-		_, d2 := g.read()
-		t2, ok := g.layout.ticksAt(d2, g.maxTicks, g.recip)
-		if ok && t2 > ticks && !w.reread {
-			w.reread = true
-			return 0, nil
+// observe tracks the latest tick the clock has shown and reports whether
+// ticks is behind it by more than one tick, so the skew between concurrent
+// readers at a tick boundary does not count, and the latest tick. The
+// latest tick is raised by CAS, about once per tick; reading it is the only
+// cost on the path that issues. Counting the step back is the caller's, once
+// it has confirmed it with a second reading.
+func (g *Generator) observe(ticks int64) (behind bool, latest int64) {
+	for {
+		latest = g.latest.Load()
+		if ticks <= latest {
+			return ticks < latest-1, latest
 		}
-		if ok {
-			need = max(g.span(at)-d2, 1)
+		if g.latest.CompareAndSwap(latest, ticks) {
+			return false, ticks
 		}
 	}
-	sleepFor, err := w.budget(g, need, fail, cs == aboveCeil)
-	if err != nil {
-		err.Clock = r.time()
-		return 0, err
-	}
-	if cs == exhausted {
-		n, err := g.ticks.wait(ctx, g, w, at, sleepFor, dst)
-		if n == 0 && err == nil {
-			w.lost++
-		}
-		return n, err
-	}
-	if cs == aboveCeil {
-		return 0, waitChange(ctx, st.changed, sleepFor)
-	}
-	return 0, sleep(ctx, sleepFor)
 }
 
-// plan says how long to wait, by the generator's clock, before a claim that
-// failed with cs can succeed, and the error to return if waiting is not
-// allowed. d is the reading's offset from the epoch and t the tick the
-// claim tried and st the machine state it was checked against; latest is
-// the latest tick if the reading was confirmed behind it (read twice, so a
-// caller descheduled between reading and claiming does not count), else
-// -1. The error is a value, so a wait that succeeds allocates nothing for
-// it.
-func (g *Generator) plan(cs claimStatus, ticks int64, d time.Duration, t int64, st *machineState, latest int64) (need time.Duration, at int64, fail ClockError) {
-	switch cs {
-	case exhausted:
-		// Usually the next tick; later if the slots of the ticks after
-		// this one are exhausted at later ticks (see nextServable), so
-		// that callers do not wake every tick for nothing and a wait that
-		// cannot end within MaxWait fails at once.
-		at = g.ring.nextServable(ticks)
-		need = g.span(at) - d
-		if t > ticks {
-			return need, at, ClockError{Err: ErrClockBehind, By: g.span(t) - d}
+// noteStepBack counts a step back once per latest tick and keeps the
+// largest; the first caller to see it sends the event.
+func (g *Generator) noteStepBack(latest, ticks int64) {
+	c := &g.stats
+	by := latest - ticks
+	for {
+		old := c.largestBack.Load()
+		if by <= old || c.largestBack.CompareAndSwap(old, by) {
+			break
 		}
-		if latest >= 0 {
-			// The tick's spare sequence is used up while the clock is
-			// behind: that is the clock's fault, not demand's.
-			return need, at, ClockError{Err: ErrClockBehind, By: g.span(latest) - d}
-		}
-		return need, at, ClockError{Err: ErrSequenceExhausted}
-	case belowFloor:
-		// Under the mark the lease inherited: only time helps.
-		need = g.span(st.b.floor+1) - d
-		return need, 0, ClockError{Err: ErrMarkAhead, By: need}
-	default: // aboveCeil, or no lease held
-		if st.kind != held {
-			// Only a lease report can help, and it closes st.changed: wait
-			// for it for as long as MaxWait allows.
-			err := ErrLeaseLost
-			if st.lost != nil {
-				err = st.lost
-			}
-			return g.maxWait, 0, ClockError{Err: err}
-		}
-		// Past the confirmed mark: a renewal raises it, and a clock
-		// stepping back can bring the tick under it, which no report
-		// announces; look at the clock again every leasePoll.
-		return leasePoll(g.layout.Tick), 0, ClockError{Err: ErrLeaseLost}
 	}
+	// The mark only moves up: a caller holding an older latest must not
+	// move it back and make the same step count again.
+	mark := c.stepMark.Load()
+	if latest <= mark || !c.stepMark.CompareAndSwap(mark, latest) {
+		return
+	}
+	c.stepBacks.Add(1)
+	g.log(logStepBack, slog.Duration("by", time.Duration(by)*g.layout.Tick), slog.Int64("machine", g.state.Load().machine))
 }
 
 // span returns n ticks as a duration, saturating where a huge layout's
@@ -431,12 +415,6 @@ func (g *Generator) span(n int64) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(n) * g.layout.Tick
-}
-
-// leasePoll is how often a call waiting past a lease's confirmed mark reads
-// the clock again.
-func leasePoll(tick time.Duration) time.Duration {
-	return min(max(tick, time.Millisecond), 10*time.Millisecond)
 }
 
 // rangeError explains a clock reading outside the layout's range; d is its

@@ -105,45 +105,6 @@ func (c *counters) monotonic(n uint64) uint64 {
 	}
 }
 
-// observe tracks the latest tick the clock has shown and reports whether
-// ticks is behind it by more than one tick, so the skew between concurrent
-// readers at a tick boundary does not count, and the latest tick. The
-// latest tick is raised by CAS, about once per tick; reading it is the only
-// cost on the path that issues. Counting the step back is the caller's, once
-// it has confirmed it with a second reading.
-func (g *Generator) observe(ticks int64) (behind bool, latest int64) {
-	for {
-		latest = g.latest.Load()
-		if ticks <= latest {
-			return ticks < latest-1, latest
-		}
-		if g.latest.CompareAndSwap(latest, ticks) {
-			return false, ticks
-		}
-	}
-}
-
-// noteStepBack counts a step back once per latest tick and keeps the
-// largest; the first caller to see it sends the event.
-func (g *Generator) noteStepBack(latest, ticks int64) {
-	c := &g.stats
-	by := latest - ticks
-	for {
-		old := c.largestBack.Load()
-		if by <= old || c.largestBack.CompareAndSwap(old, by) {
-			break
-		}
-	}
-	// The mark only moves up: a caller holding an older latest must not
-	// move it back and make the same step count again.
-	mark := c.stepMark.Load()
-	if latest <= mark || !c.stepMark.CompareAndSwap(mark, latest) {
-		return
-	}
-	c.stepBacks.Add(1)
-	g.log(logStepBack, slog.Duration("by", time.Duration(by)*g.layout.Tick), slog.Int64("machine", g.state.Load().machine))
-}
-
 // count records err under its kind and returns it.
 func (g *Generator) count(err error) error {
 	k := -1

@@ -2,7 +2,6 @@ package ringflake
 
 import (
 	"cmp"
-	"context"
 	"runtime"
 	"slices"
 	"sync"
@@ -10,43 +9,160 @@ import (
 	"time"
 )
 
-// waiter bounds one call's waiting by real elapsed time, measured with the
-// monotonic clock so that neither an injected clock nor a wall-clock step can
-// stretch it.
-type waiter struct {
-	start     time.Time // set at the first sleep; zero if the call never slept
+// This file is the path a call takes when its claim fails: why, how long to
+// wait, and the wait itself. It reads top to bottom:
+//
+//	attempt   one call's progress, the state every function here takes
+//	pause     plan a wait for the failed claim, check it against MaxWait, wait
+//	tickWait  callers waiting for the same tick share one sleeper (rounds)
+//	sleeps    the precise sleep to a tick, and the plain ones
+
+// attempt is one call's progress: the reading its latest claim used, what
+// came of the claim, and how long the call has waited. step fills it, and
+// pause and the tick wait read it.
+type attempt struct {
+	r      reading       // the latest clock reading
+	d      time.Duration // r's offset from the epoch
+	ticks  int64         // the tick r shows
+	behind bool          // ticks is more than a tick behind latest
+	latest int64         // the latest tick the clock had shown when r was read
+	st     *machineState // the machine state the claim was checked against
+	cs     claimStatus   // why the claim failed
+	t      int64         // the tick the claim would have issued from
+
+	start     time.Time // set at the first wait; zero if the call never waited
 	rechecked bool      // a step back was seen once and the clock read again
 	reread    bool      // a long wait's stale reading sent the call round once
-	lost      int       // tick waits (led, followed or slept alone) this call got nothing from
+	lost      int       // tick waits this call came away from empty
 	stalled   bool      // the clock did not show the tick after the last tick wait: sleep, do not yield
 }
 
+// Why a claim failed, beyond the ring's own statuses.
+const (
+	notHeld claimStatus = statusCount + iota // the machine ID's lease is not held
+	stale                                    // the machine state changed under the claim: go round
+)
+
 // elapsed returns how long the call has waited so far.
-func (w *waiter) elapsed() time.Duration {
-	if w.start.IsZero() {
+func (a *attempt) elapsed() time.Duration {
+	if a.start.IsZero() {
 		return 0
 	}
-	return time.Since(w.start)
+	return time.Since(a.start)
+}
+
+// pause waits for a failed claim's condition to clear, within the call's
+// MaxWait, or returns the error that explains why it cannot. A wait for the
+// next tick may come back with IDs already claimed for the caller in dst;
+// pause returns how many.
+func (g *Generator) pause(a *attempt, dst []ID) (int, error) {
+	need, at, fail := g.plan(a)
+	if a.cs == exhausted && at > a.ticks+1 {
+		// A wait longer than a tick, judged from a reading that may be
+		// old: a caller descheduled since it read the clock could sleep,
+		// or fail, for ticks the clock has already passed. Read it again;
+		// if it has moved on, go round again at once, else measure the
+		// wait from the fresh reading (the error, if any, still describes
+		// the reading the claim used). Once per call, so that a clock that
+		// flips between two readings cannot keep the call going round
+		// without ever waiting.
+		_, d2 := g.read()
+		t2, ok := g.layout.ticksAt(d2, g.maxTicks, g.recip)
+		if ok && t2 > a.ticks && !a.reread {
+			a.reread = true
+			return 0, nil
+		}
+		if ok {
+			need = max(g.span(at)-d2, 1)
+		}
+	}
+	// A lease may come back, or its mark be raised, before the clock says
+	// so: for those, wait what is left rather than fail at once.
+	partial := a.cs == aboveCeil || a.cs == notHeld
+	sleepFor, err := a.budget(g.maxWait, need, fail, partial)
+	if err != nil {
+		err.Clock = a.r.time()
+		return 0, err
+	}
+	switch a.cs {
+	case exhausted:
+		n := g.ticks.wait(g, a, at, sleepFor, dst)
+		if n == 0 {
+			a.lost++
+		}
+		return n, nil
+	case aboveCeil, notHeld:
+		waitChange(a.st.changed, sleepFor)
+	default: // belowFloor: only time helps
+		time.Sleep(sleepFor)
+	}
+	return 0, nil
+}
+
+// plan says how long to wait, by the generator's clock, before a claim that
+// failed as a says can succeed, the tick to wait for if it is a tick, and
+// the error to return if waiting is not allowed. The error is a value, so a
+// wait that succeeds allocates nothing for it.
+func (g *Generator) plan(a *attempt) (need time.Duration, at int64, fail ClockError) {
+	switch a.cs {
+	case exhausted:
+		// Usually the next tick; later if the slots of the ticks after
+		// this one are exhausted at later ticks (see nextServable), so
+		// that callers do not wake every tick for nothing and a wait that
+		// cannot end within MaxWait fails at once.
+		at = g.ring.nextServable(a.ticks)
+		need = g.span(at) - a.d
+		if a.t > a.ticks {
+			return need, at, ClockError{Err: ErrClockBehind, By: g.span(a.t) - a.d}
+		}
+		if a.behind {
+			// The tick's spare sequence is used up while the clock is
+			// behind: that is the clock's fault, not demand's.
+			return need, at, ClockError{Err: ErrClockBehind, By: g.span(a.latest) - a.d}
+		}
+		return need, at, ClockError{Err: ErrSequenceExhausted}
+	case belowFloor:
+		// Under the mark the lease inherited.
+		need = g.span(a.st.b.floor+1) - a.d
+		return need, 0, ClockError{Err: ErrMarkAhead, By: need}
+	case notHeld:
+		// Only a lease report can help, and it closes st.changed: wait for
+		// it for as long as MaxWait allows.
+		err := ErrLeaseLost
+		if a.st.lost != nil {
+			err = a.st.lost
+		}
+		return g.maxWait, 0, ClockError{Err: err}
+	}
+	// aboveCeil: past the confirmed mark. A renewal raises it, and a clock
+	// stepping back can bring the tick under it, which no report
+	// announces: look at the clock again every leasePoll.
+	return leasePoll(g.layout.Tick), 0, ClockError{Err: ErrLeaseLost}
 }
 
 // budget returns how long to sleep for need, or the failure fail with
-// Waited filled in if need does not fit in what is left of MaxWait. With
-// partial, a need larger than what is left is cut down instead, for
-// conditions that may clear before the clock says so (a lease renewal). A
-// need that is not positive can only come from a layout whose ticks
-// overflow a Duration; it fails rather than spin.
-func (w *waiter) budget(g *Generator, need time.Duration, fail ClockError, partial bool) (time.Duration, *ClockError) {
-	elapsed := w.elapsed()
-	left := g.maxWait - elapsed
+// Waited filled in if need does not fit in what is left of maxWait. With
+// partial, a need larger than what is left is cut down instead. A need that
+// is not positive can only come from a layout whose ticks overflow a
+// Duration; it fails rather than spin.
+func (a *attempt) budget(maxWait, need time.Duration, fail ClockError, partial bool) (time.Duration, *ClockError) {
+	elapsed := a.elapsed()
+	left := maxWait - elapsed
 	if left <= 0 || need <= 0 || need > left && !partial {
 		e := fail // a copy, so that only a failure allocates
 		e.Waited = elapsed
 		return 0, &e
 	}
-	if w.start.IsZero() {
-		w.start = time.Now()
+	if a.start.IsZero() {
+		a.start = time.Now()
 	}
 	return min(need, left), nil
+}
+
+// leasePoll is how often a call waiting past a lease's confirmed mark reads
+// the clock again.
+func leasePoll(tick time.Duration) time.Duration {
+	return min(max(tick, time.Millisecond), 10*time.Millisecond)
 }
 
 // tickWait lets every caller that waits for the same tick share one
@@ -55,25 +171,26 @@ func (w *waiter) budget(g *Generator, need time.Duration, fail ClockError, parti
 // yields until the clock shows it, and then claims, with as few CASes as
 // the tick allows, the IDs that it and every follower asked for; the
 // followers wait for the leader to finish the claim, and each takes its
-// own share. Without this, callers arriving fresh at the tick would use it
-// up before the sleepers woke, and an unlucky caller could lose tick after
-// tick until MaxWait ran out under a healthy clock.
+// own share.
+//
+// Why not let each caller sleep on its own: the precise sleep holds an OS
+// thread (nanosleep), so a thousand callers waiting for a tick would hold a
+// thousand threads, and the Go runtime stops the process at 10 000; and
+// callers arriving fresh at the tick would use it up before the sleepers
+// woke. benchmarks' -overload mode measures both designs.
 //
 // Waiting allocates nothing in the steady state: rounds are reused once
 // their last caller is done with them, and followers wait on the round's
 // gate, a read-write mutex the leader holds for writing until its claim is
 // written; its unlock wakes every follower at once, as closing a channel
-// would (a plain mutex would wake them one after another, each only once
-// the one before it had run). Only a follower whose context can be done
-// needs a channel to select on; the first such follower of a round makes
-// one.
-//
-// The mutexes are on the waiting path only, never on the path that issues.
+// would (a plain mutex would wake them one after another). The mutexes are
+// on the waiting path only, never on the path that issues.
 type tickWait struct {
 	mu    sync.Mutex // protects cur, free and the fields of cur marked so
 	cur   *round     // the round callers may join; nil while nobody sleeps
 	free  *round     // finished rounds for reuse, linked through next
 	nfree int
+	solo  bool // each caller sleeps on its own: the design rounds replace, kept to measure them against; written once before use
 }
 
 // maxFreeRounds bounds the rounds kept for reuse. Two or three are in use
@@ -86,17 +203,15 @@ const maxFreeRounds = 4
 // share is IDs [offset, offset+k) of the claimed ranges, in order, so no
 // ID goes to two callers. When the claim cannot cover every caller, the
 // callers that have come away empty from the most earlier rounds go first
-// (ties in the order they joined), so under demand above the layout's
-// ceiling a caller waits for its turn instead of losing every race to the
-// callers already running.
+// (ties in the order they joined), so that under demand above the layout's
+// ceiling callers tend to be served in turn.
 type round struct {
-	gate   sync.RWMutex  // held by the leader for writing from the round's start until ranges are written
-	tick   int64         // the tick waited for; written by the leader before the round is published
-	wakeAt time.Time     // when the leader wakes; likewise
-	want   int           // IDs asked for so far; under tickWait.mu until the leader detaches the round
-	done   chan struct{} // nil, or made by a follower that can be cancelled; under tickWait.mu until detached; closed with the gate's unlock
-	users  atomic.Int32  // the leader and the followers not yet done with the round
-	next   *round        // in tickWait.free
+	gate   sync.RWMutex // held by the leader for writing from the round's start until ranges are written
+	tick   int64        // the tick waited for; written by the leader before the round is published
+	wakeAt time.Time    // when the leader wakes; likewise
+	want   int          // IDs asked for so far; under tickWait.mu until the leader detaches the round
+	users  atomic.Int32 // the leader and the followers not yet done with the round
+	next   *round       // in tickWait.free
 
 	ranges [4]claimRange // written by the leader while it holds gate; read after
 	n      int
@@ -116,66 +231,30 @@ type joiner struct {
 	offset int // the caller's share starts here; written by the leader
 }
 
-// claimRange is one successful claim: count sequences from seq, in tick,
-// with machine.
-type claimRange struct {
-	tick, machine int64
-	seq, count    uint64
-}
-
-// claimed returns how many IDs r's claims hold.
-func (r *round) claimed() int {
-	n := uint64(0)
-	for _, c := range r.ranges[:r.n] {
-		n += c.count
-	}
-	return int(n)
-}
-
-// take copies up to len(dst) IDs of r's claims, starting at offset, into
-// dst and returns how many. Call it only once the leader has let go of the
-// gate.
-func (r *round) take(l Layout, offset int, dst []ID) int {
-	got := 0
-	skip := uint64(offset)
-	for _, c := range r.ranges[:r.n] {
-		if skip >= c.count {
-			skip -= c.count
-			continue
-		}
-		for s := c.seq + skip; s < c.seq+c.count && got < len(dst); s++ {
-			dst[got] = l.compose(c.tick, c.machine, int64(s))
-			got++
-		}
-		skip = 0
-	}
-	return got
-}
-
 // wait waits for tick, d from now by the caller's reading, and returns how
-// many IDs it put in dst (at most len(dst)), or ctx's error. A follower
-// joins the round only if the leader wakes before the follower's own
-// deadline, so MaxWait still bounds every caller; otherwise it sleeps on
-// its own and takes nothing.
-func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int64, d time.Duration, dst []ID) (int, error) {
-	deadline, lost := w.start.Add(g.maxWait), w.lost
+// many IDs it put in dst (at most len(dst)). A follower joins the round
+// only if the leader wakes before the follower's own deadline, so MaxWait
+// still bounds every caller; otherwise it sleeps on its own and takes
+// nothing, and its next step claims for itself.
+func (tw *tickWait) wait(g *Generator, a *attempt, tick int64, d time.Duration, dst []ID) int {
+	if tw.solo {
+		a.stalled = !g.sleepUntil(tick, d, !a.stalled)
+		return 0
+	}
+	deadline := a.start.Add(g.maxWait)
 	tw.mu.Lock()
 	if r := tw.cur; r != nil {
-		join := r.tick == tick && !r.wakeAt.After(deadline)
-		if !join {
+		if r.tick != tick || r.wakeAt.After(deadline) {
 			tw.mu.Unlock()
-			return 0, sleep(ctx, d)
+			time.Sleep(d)
+			return 0
 		}
 		idx := len(r.joiners)
-		r.joiners = append(r.joiners, joiner{want: len(dst), lost: lost})
+		r.joiners = append(r.joiners, joiner{want: len(dst), lost: a.lost})
 		r.want += len(dst)
 		r.users.Add(1)
-		if ctx.Done() != nil && r.done == nil {
-			r.done = make(chan struct{})
-		}
-		done := r.done
 		tw.mu.Unlock()
-		return tw.follow(ctx, g, r, done, idx, dst)
+		return tw.follow(g, r, idx, dst)
 	}
 	r := tw.free
 	if r != nil {
@@ -184,16 +263,16 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 	} else {
 		r = new(round)
 	}
-	if w.stalled {
+	if a.stalled {
 		d = max(d, early) // sleepUntil's plain sleep, so followers judge their deadline by it
 	}
-	r.tick, r.wakeAt, r.want, r.done, r.n = tick, time.Now().Add(d), len(dst), nil, 0
-	r.joiners = append(r.joiners[:0], joiner{want: len(dst), lost: lost})
+	r.tick, r.wakeAt, r.want, r.n = tick, time.Now().Add(d), len(dst), 0
+	r.joiners = append(r.joiners[:0], joiner{want: len(dst), lost: a.lost})
 	r.users.Store(1)
 	r.gate.Lock()
 	tw.cur = r
 	tw.mu.Unlock()
-	return tw.lead(ctx, g, w, r, tick, d, dst)
+	return tw.lead(g, a, r, tick, d, dst)
 }
 
 // lead is the leader's part of round r, from its sleep to its own share.
@@ -201,35 +280,46 @@ func (tw *tickWait) wait(ctx context.Context, g *Generator, w *waiter, tick int6
 // that panic (or call runtime.Goexit), the deferred abandon still lets the
 // followers go, with nothing claimed for them, and the panic goes on to
 // the leader's caller.
-func (tw *tickWait) lead(ctx context.Context, g *Generator, w *waiter, r *round, tick int64, d time.Duration, dst []ID) (int, error) {
+func (tw *tickWait) lead(g *Generator, a *attempt, r *round, tick int64, d time.Duration, dst []ID) int {
 	holding := true // the gate is still held
 	defer func() {
 		if holding {
 			tw.abandon(r)
 		}
 	}()
-	reached, err := g.sleepUntil(ctx, tick, d, !w.stalled)
-	w.stalled = !reached
+	a.stalled = !g.sleepUntil(tick, d, !a.stalled)
 
 	tw.mu.Lock()
-	tw.cur = nil // no one joins from here on, so want, done and joiners are final
-	want, done := r.want, r.done
+	tw.cur = nil // no one joins from here on, so want and joiners are final
+	want := r.want
 	tw.mu.Unlock()
-	if err == nil {
-		g.claimRound(r, want)
-		r.share(r.claimed(), want)
-	}
-	if done != nil {
-		close(done)
-	}
+	g.claimRound(r, want)
+	r.share(r.claimed(), want)
 	holding = false
 	r.gate.Unlock()
-	n := 0
-	if err == nil {
-		n = r.take(g.layout, r.joiners[0].offset, dst)
-	}
+	n := r.take(g.layout, r.joiners[0].offset, dst)
 	tw.release(r)
-	return n, err
+	return n
+}
+
+// claimRound claims up to want IDs for a round, with one claim per tick the
+// claim spans, stopping at the first claim that cannot be made at once;
+// whoever gets no share then tries again on its own.
+func (g *Generator) claimRound(r *round, want int) {
+	var a attempt
+	for have := 0; have < want && r.n < len(r.ranges); {
+		if g.look(&a) != nil {
+			return
+		}
+		a.st = g.state.Load()
+		c, cs := g.claim(&a, uint64(want-have))
+		if cs != claimed {
+			return
+		}
+		r.ranges[r.n] = c
+		r.n++
+		have += int(c.count)
+	}
 }
 
 // abandon ends round r whose leader did not finish it: no one joins any
@@ -242,12 +332,8 @@ func (tw *tickWait) abandon(r *round) {
 	if tw.cur == r {
 		tw.cur = nil
 	}
-	done := r.done
 	tw.mu.Unlock()
 	r.n = 0
-	if done != nil {
-		close(done)
-	}
 	r.gate.Unlock()
 	tw.release(r)
 }
@@ -274,23 +360,40 @@ func (r *round) share(have, want int) {
 	}
 }
 
-// follow is a follower's wait for r's leader: on the gate, which the
-// leader lets go of within the follower's deadline, or, for a caller whose
-// ctx can be done, on done or ctx, whichever comes first.
-func (tw *tickWait) follow(ctx context.Context, g *Generator, r *round, done chan struct{}, idx int, dst []ID) (int, error) {
+// follow is a follower's wait for r's leader, on the gate, which the leader
+// lets go of within the follower's deadline; then it takes its share.
+func (tw *tickWait) follow(g *Generator, r *round, idx int, dst []ID) int {
 	defer tw.release(r)
-	if done == nil {
-		r.gate.RLock()
-		//lint:ignore SA2001 the empty critical section is the wait for the leader
-		r.gate.RUnlock()
-		return r.take(g.layout, r.joiners[idx].offset, dst), nil
+	r.gate.RLock()
+	//lint:ignore SA2001 the empty critical section is the wait for the leader
+	r.gate.RUnlock()
+	return r.take(g.layout, r.joiners[idx].offset, dst)
+}
+
+// claimed returns how many IDs r's claims hold.
+func (r *round) claimed() int {
+	n := uint64(0)
+	for _, c := range r.ranges[:r.n] {
+		n += c.count
 	}
-	select {
-	case <-done:
-		return r.take(g.layout, r.joiners[idx].offset, dst), nil
-	case <-ctx.Done():
-		return 0, ctx.Err() // the share reserved for this caller is dropped: space, not uniqueness
+	return int(n)
+}
+
+// take copies up to len(dst) IDs of r's claims, starting at offset, into
+// dst and returns how many. Call it only once the leader has let go of the
+// gate.
+func (r *round) take(l Layout, offset int, dst []ID) int {
+	got := 0
+	skip := uint64(offset)
+	for _, c := range r.ranges[:r.n] {
+		if skip >= c.count {
+			skip -= c.count
+			continue
+		}
+		got += c.put(l, skip, dst[got:])
+		skip = 0
 	}
+	return got
 }
 
 // release ends one caller's use of r; the last one puts it up for reuse.
@@ -314,43 +417,41 @@ func (tw *tickWait) release(r *round) {
 // tick has room; yielding longer would cost CPU on every tick.
 const early = 100 * time.Microsecond
 
-// sleepUntil is the leader's wait for tick, d away by the clock: a
-// precise sleep to just before it, then yielding the processor until the
-// clock shows the tick, for at most 2×early past d in real time. It
-// reports whether the clock shows the tick when it returns. If not (an
-// injected clock that does not move, say), the caller passes yield false
-// for its next tick wait, which is then a plain sleep of at least early,
-// so that such a clock costs wake-ups, not a busy core; a wait after which
-// the clock does show the tick lets the caller yield again.
-func (g *Generator) sleepUntil(ctx context.Context, tick int64, d time.Duration, yield bool) (bool, error) {
+// preciseUpTo is the longest wait made with the precise sleeper. The Go
+// runtime's timers wake about 1 ms late when the process is otherwise idle,
+// which would skip whole 1 ms ticks at saturation.
+const preciseUpTo = 2 * time.Millisecond
+
+// sleepUntil waits for tick, d away by the clock: a precise sleep to just
+// before it, then yielding the processor until the clock shows the tick,
+// for at most 2×early past d in real time. It reports whether the clock
+// shows the tick when it returns. If not (an injected clock that does not
+// move, say), the caller passes yield false for its next tick wait, which
+// is then a plain sleep of at least early, so that such a clock costs
+// wake-ups, not a busy core; a wait after which the clock does show the
+// tick lets the caller yield again.
+func (g *Generator) sleepUntil(tick int64, d time.Duration, yield bool) bool {
 	if d > preciseUpTo {
-		return true, sleep(ctx, d)
+		time.Sleep(d)
+		return true
 	}
 	if !yield {
-		if err := sleep(ctx, max(d, early)); err != nil {
-			return true, err
-		}
-		return g.showsTick(tick), nil
+		time.Sleep(max(d, early))
+		return g.showsTick(tick)
 	}
 	start := time.Now()
-	if err := ctx.Err(); err != nil {
-		return true, err
-	}
 	if d > early {
 		preciseSleep(d - early)
 	}
 	for time.Since(start) < d+2*early {
-		if err := ctx.Err(); err != nil {
-			return true, err
-		}
 		if g.showsTick(tick) {
-			return true, nil
+			return true
 		}
 		runtime.Gosched()
 	}
 	// Read once more: a wake-up late enough to end the window may well
 	// have come after the tick.
-	return g.showsTick(tick), ctx.Err()
+	return g.showsTick(tick)
 }
 
 // showsTick reports whether the clock has reached tick, or left the
@@ -361,78 +462,16 @@ func (g *Generator) showsTick(tick int64) bool {
 	return !ok || t >= tick
 }
 
-// claimRound claims up to want IDs for a round, with one CAS per tick the
-// claim spans, stopping at the first claim that cannot be made at once;
-// whoever gets no share then tries again.
-func (g *Generator) claimRound(r *round, want int) {
-	have := uint64(0)
-	for have < uint64(want) && r.n < len(r.ranges) {
-		_, d := g.read()
-		ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
-		if !ok {
-			return
-		}
-		behind, _ := g.observe(ticks)
-		st := g.state.Load()
-		if st.kind != held {
-			return
-		}
-		t, seq, got, cs := g.ring.claim(ticks, uint64(want)-have, st.b)
-		if cs != claimed || g.state.Load() != st {
-			return
-		}
-		if behind {
-			g.stats.spare.Add(got)
-		}
-		r.ranges[r.n] = claimRange{tick: t, machine: st.machine, seq: seq, count: got}
-		r.n++
-		have += got
-	}
-}
-
-// preciseUpTo is the longest wait a tickWait leader makes with the
-// precise sleeper. The Go runtime's timers wake about 1 ms late when the
-// process is otherwise idle, which would skip whole 1 ms ticks at
-// saturation.
-const preciseUpTo = 2 * time.Millisecond
-
-// sleep pauses for d on the runtime's timers, or until ctx is done. These
-// park the goroutine without holding a thread, so any number of callers can
-// wait at once; they may wake about a millisecond late, which MaxWait's
-// documentation allows for. A context that can never be done takes the
-// allocation-free path.
-func sleep(ctx context.Context, d time.Duration) error {
+// waitChange waits up to d for changed to be closed. A nil changed never
+// closes. It is for the rare wait on a lease, so its timer may allocate.
+func waitChange(changed <-chan struct{}, d time.Duration) {
 	if d <= 0 {
-		return nil
-	}
-	if ctx.Done() == nil {
-		time.Sleep(d)
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// waitChange waits up to d for changed to be closed or ctx to be done, and
-// returns ctx's error if it was. A nil changed never closes. It is for the
-// rare wait on a lease, so its timer may allocate.
-func waitChange(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
-	if d <= 0 {
-		return nil
+		return
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-changed:
 	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	return nil
 }
