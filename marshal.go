@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 var (
@@ -59,14 +60,17 @@ func (id ID) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads an ID from a JSON string holding its decimal form
-// (what MarshalJSON writes) or from a bare JSON number, which other
-// producers write. Both must be plain decimal digits, as [ParseID] takes
-// them: no escapes, fraction or exponent. Following the convention of
-// encoding/json, the JSON literal null leaves id unchanged; use a pointer
-// or a [NullID] to tell null from an ID. It returns an error wrapping
-// [ErrIDLength], [ErrIDCharacter], [ErrIDNegative] or [ErrIDOverflow],
-// and then leaves id unchanged.
+// (what MarshalJSON writes) or from a JSON integer number, which other
+// producers write; white space around the value is allowed, as in any JSON
+// text. A string is decoded as JSON defines, escapes included ("\u0035" is
+// "5"), and its content must then be what [ParseID] takes. A number must
+// be a plain JSON integer: no fraction or exponent. Following the
+// convention of encoding/json, the JSON literal null leaves id unchanged;
+// use a pointer or a [NullID] to tell null from an ID. It returns an error
+// wrapping [ErrIDLength], [ErrIDCharacter], [ErrIDNegative] or
+// [ErrIDOverflow], and then leaves id unchanged.
 func (id *ID) UnmarshalJSON(data []byte) error {
+	data = trimJSONSpace(data)
 	s := string(data)
 	if s == "null" {
 		return nil
@@ -77,6 +81,16 @@ func (id *ID) UnmarshalJSON(data []byte) error {
 			return parseErr(ErrIDCharacter, "JSON", s, "is an unterminated string")
 		}
 		s, form = s[1:len(s)-1], "JSON string"
+		if strings.IndexByte(s, '\\') >= 0 {
+			// Only an escape needs the full JSON decoder; without one,
+			// a string of digits is its own content, and anything else
+			// fails as a bad character below.
+			var u string
+			if err := json.Unmarshal(data, &u); err != nil {
+				return parseErr(ErrIDCharacter, "JSON", string(data), "is not a valid JSON string: "+err.Error())
+			}
+			s = u
+		}
 	}
 	v, err := parseDecimal(form, s)
 	if err != nil {
@@ -84,4 +98,16 @@ func (id *ID) UnmarshalJSON(data []byte) error {
 	}
 	*id = v
 	return nil
+}
+
+// trimJSONSpace removes the white space JSON allows around a value.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }

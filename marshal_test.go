@@ -60,7 +60,15 @@ func TestUnmarshalJSON(t *testing.T) {
 		{`1.0`, 77, ringflake.ErrIDCharacter},
 		{`1e3`, 77, ringflake.ErrIDCharacter},
 		{`""`, 77, ringflake.ErrIDLength},
-		{`"\u0031"`, 77, ringflake.ErrIDCharacter},
+		{`"\u0035"`, 5, nil},
+		{`"\u0033\u0038\u0033078035417174017"`, 383078035417174017, nil},
+		{`"1\u0032"`, 12, nil},
+		{`"\u0031\u0061"`, 77, ringflake.ErrIDCharacter}, // "1a"
+		{`"\/1"`, 77, ringflake.ErrIDCharacter},          // "/1"
+		{`"\u002D1"`, 77, ringflake.ErrIDNegative},       // "-1"
+		{" \t\r\n\"42\" \n", 42, nil},
+		{" 42 ", 42, nil},
+		{" null ", 77, nil},
 		{`"0AM7QE674Q401"`, 77, ringflake.ErrIDCharacter},
 		{`true`, 77, ringflake.ErrIDCharacter},
 		{`"null"`, 77, ringflake.ErrIDCharacter},
@@ -99,12 +107,26 @@ func TestJSONStringOption(t *testing.T) {
 func TestUnmarshalJSONDirect(t *testing.T) {
 	t.Parallel()
 	// encoding/json validates its input first; a direct call need not be.
-	for _, in := range []string{``, `"`, `"1`, `1"`, ` 1`, `[1]`} {
+	for _, in := range []string{``, ` `, `"`, `"1`, `1"`, `[1]`, `"\u003"`, `"\x31"`, `"\u0031`, `"\"`, `"1" "2"`, "\f1"} {
 		id := ringflake.ID(77)
 		err := id.UnmarshalJSON([]byte(in))
 		assert.Error(t, err, "UnmarshalJSON(%q)", in)
 		assert.Equal(t, ringflake.ID(77), id, "UnmarshalJSON(%q) changed the ID on error", in)
 	}
+}
+
+func TestUnmarshalJSONDirectSpace(t *testing.T) {
+	t.Parallel()
+	// A JSON text may have white space around its value; encoding/json
+	// strips it, and a direct call takes it too.
+	for _, in := range []string{" 42", "42\n", "\t\"42\"\r\n", " \"4\u0032\" "} {
+		var id ringflake.ID
+		assert.NoError(t, id.UnmarshalJSON([]byte(in)), "UnmarshalJSON(%q)", in)
+		assert.Equal(t, ringflake.ID(42), id, "UnmarshalJSON(%q)", in)
+	}
+	id := ringflake.ID(77)
+	assert.NoError(t, id.UnmarshalJSON([]byte(" null\n")), "UnmarshalJSON of null with white space")
+	assert.Equal(t, ringflake.ID(77), id, "null with white space leaves the ID unchanged")
 }
 
 func TestMarshalNegative(t *testing.T) {
