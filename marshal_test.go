@@ -54,25 +54,30 @@ func TestUnmarshalJSON(t *testing.T) {
 		{`"0"`, 0, nil},
 		{`9223372036854775807`, math.MaxInt64, nil},
 		{`null`, 77, nil}, // unchanged
-		{`9223372036854775808`, 77, ringflake.ErrIDOverflow},
-		{`-1`, 77, ringflake.ErrIDNegative},
-		{`"-1"`, 77, ringflake.ErrIDNegative},
-		{`1.0`, 77, ringflake.ErrIDCharacter},
-		{`1e3`, 77, ringflake.ErrIDCharacter},
-		{`""`, 77, ringflake.ErrIDLength},
+		{`9223372036854775808`, 77, ringflake.ErrRange},
+		{`-1`, 77, ringflake.ErrRange},
+		{`"-1"`, 77, ringflake.ErrRange},
+		{`1.0`, 77, ringflake.ErrSyntax},
+		{`1e3`, 77, ringflake.ErrSyntax},
+		{`""`, 77, ringflake.ErrSyntax},
 		{`"\u0035"`, 5, nil},
 		{`"\u0033\u0038\u0033078035417174017"`, 383078035417174017, nil},
 		{`"1\u0032"`, 12, nil},
-		{`"\u0031\u0061"`, 77, ringflake.ErrIDCharacter}, // "1a"
-		{`"\/1"`, 77, ringflake.ErrIDCharacter},          // "/1"
-		{`"\u002D1"`, 77, ringflake.ErrIDNegative},       // "-1"
+		{`"\u0031\u0061"`, 77, ringflake.ErrSyntax}, // "1a"
+		{`"\/1"`, 77, ringflake.ErrSyntax},          // "/1"
+		{`"\u002D1"`, 77, ringflake.ErrRange},       // "-1"
 		{" \t\r\n\"42\" \n", 42, nil},
 		{" 42 ", 42, nil},
 		{" null ", 77, nil},
-		{`"0AM7QE674Q401"`, 77, ringflake.ErrIDCharacter},
-		{`true`, 77, ringflake.ErrIDCharacter},
-		{`"null"`, 77, ringflake.ErrIDCharacter},
-		{`{}`, 77, ringflake.ErrIDCharacter},
+		{`"00042"`, 42, nil},
+		{`"9223372036854775808"`, 77, ringflake.ErrRange},
+		{`18446744073709551616`, 77, ringflake.ErrRange},
+		{`-0`, 77, ringflake.ErrSyntax},
+		{`"\u0661"`, 77, ringflake.ErrSyntax}, // "١", an Arabic-Indic digit
+		{`"0AM7QE674Q401"`, 77, ringflake.ErrSyntax},
+		{`true`, 77, ringflake.ErrSyntax},
+		{`"null"`, 77, ringflake.ErrSyntax},
+		{`{}`, 77, ringflake.ErrSyntax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -106,11 +111,17 @@ func TestJSONStringOption(t *testing.T) {
 
 func TestUnmarshalJSONDirect(t *testing.T) {
 	t.Parallel()
-	// encoding/json validates its input first; a direct call need not be.
-	for _, in := range []string{``, ` `, `"`, `"1`, `1"`, `[1]`, `"\u003"`, `"\x31"`, `"\u0031`, `"\"`, `"1" "2"`, "\f1"} {
+	// encoding/json validates its input first; a direct call need not be
+	// valid JSON, and what is not is refused as ErrSyntax.
+	for _, in := range []string{``, ` `, `"`, `"1`, `1"`, `[1]`, `"\u003"`, `"\x31"`, `"\u0031`, `"\"`,
+		`"1" "2"`, "\f1", `0123`, `00`, `-`, `+1`, `1.`, `--1`, `-01`, `nul`, `null1`, "\"1\x002\""} {
 		id := ringflake.ID(77)
 		err := id.UnmarshalJSON([]byte(in))
-		assert.Error(t, err, "UnmarshalJSON(%q)", in)
+		assert.ErrorIs(t, err, ringflake.ErrSyntax, "UnmarshalJSON(%q)", in)
+		var pe *ringflake.ParseError
+		if assert.ErrorAs(t, err, &pe, "UnmarshalJSON(%q)", in) {
+			assert.Equal(t, "UnmarshalJSON", pe.Func, "ParseError.Func")
+		}
 		assert.Equal(t, ringflake.ID(77), id, "UnmarshalJSON(%q) changed the ID on error", in)
 	}
 }
@@ -133,14 +144,19 @@ func TestMarshalNegative(t *testing.T) {
 	t.Parallel()
 	id := ringflake.ID(-5)
 	_, err := id.MarshalJSON()
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "MarshalJSON")
+	assert.ErrorIs(t, err, ringflake.ErrRange, "MarshalJSON")
 	_, err = id.MarshalText()
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "MarshalText")
+	assert.ErrorIs(t, err, ringflake.ErrRange, "MarshalText")
+	assert.EqualError(t, err, "ringflake: MarshalText -5: ID out of range: IDs are never negative")
 	b, err := id.AppendText([]byte("x"))
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "AppendText")
+	assert.ErrorIs(t, err, ringflake.ErrRange, "AppendText")
 	assert.Equal(t, "x", string(b), "AppendText returns the buffer unchanged on error")
 	_, err = json.Marshal(struct{ ID ringflake.ID }{id})
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "json.Marshal")
+	assert.ErrorIs(t, err, ringflake.ErrRange, "json.Marshal")
+	var pe *ringflake.ParseError
+	if assert.ErrorAs(t, err, &pe, "json.Marshal") {
+		assert.Equal(t, "-5", pe.Input, "ParseError.Input")
+	}
 }
 
 func TestText(t *testing.T) {
@@ -157,7 +173,7 @@ func TestText(t *testing.T) {
 		assert.Equal(t, id, got, "UnmarshalText(%q)", id.String())
 	}
 	got := ringflake.ID(77)
-	assert.ErrorIs(t, got.UnmarshalText([]byte("x")), ringflake.ErrIDCharacter)
+	assert.ErrorIs(t, got.UnmarshalText([]byte("x")), ringflake.ErrSyntax)
 	assert.Equal(t, ringflake.ID(77), got, "UnmarshalText changed the ID on error")
 }
 

@@ -39,8 +39,8 @@ func (n *NullID) Scan(src any) error {
 }
 
 // Value returns nil (NULL) if n is not valid, and [ID.Value] otherwise; it
-// implements [driver.Valuer]. It returns [ErrIDNegative] for a valid n
-// holding a negative ID (wrapped), as ID.Value does, and no other error.
+// implements [driver.Valuer]. It returns ID.Value's [ErrRange] for a valid n
+// holding a negative ID, and no other error.
 func (n NullID) Value() (driver.Value, error) {
 	if !n.Valid {
 		return nil, nil
@@ -61,7 +61,7 @@ func (n NullID) MarshalJSON() ([]byte, error) {
 // otherwise reads an ID as [ID.UnmarshalJSON] does, whose errors it
 // returns, leaving n unchanged.
 func (n *NullID) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
+	if string(trimJSONSpace(data)) == "null" {
 		*n = NullID{}
 		return nil
 	}

@@ -31,15 +31,15 @@ func TestScan(t *testing.T) {
 		{"uint64", uint64(42), 42, nil},
 		{"string", "383078035417174017", 383078035417174017, nil},
 		{"bytes", []byte("9223372036854775807"), math.MaxInt64, nil},
-		{"NULL", nil, 77, ringflake.ErrIDNull},
-		{"negative int64", int64(-1), 77, ringflake.ErrIDNegative},
-		{"uint64 2^63", uint64(1 << 63), 77, ringflake.ErrIDOverflow},
-		{"bad string", "12x", 77, ringflake.ErrIDCharacter},
-		{"empty bytes", []byte{}, 77, ringflake.ErrIDLength},
-		{"negative string", "-3", 77, ringflake.ErrIDNegative},
-		{"float64", 1.5, 77, ringflake.ErrIDType},
-		{"time", time.Unix(0, 0), 77, ringflake.ErrIDType},
-		{"bool", true, 77, ringflake.ErrIDType},
+		{"NULL", nil, 77, ringflake.ErrSyntax},
+		{"negative int64", int64(-1), 77, ringflake.ErrRange},
+		{"uint64 2^63", uint64(1 << 63), 77, ringflake.ErrRange},
+		{"bad string", "12x", 77, ringflake.ErrSyntax},
+		{"empty bytes", []byte{}, 77, ringflake.ErrSyntax},
+		{"negative string", "-3", 77, ringflake.ErrRange},
+		{"float64", 1.5, 77, ringflake.ErrSyntax},
+		{"time", time.Unix(0, 0), 77, ringflake.ErrSyntax},
+		{"bool", true, 77, ringflake.ErrSyntax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestValue(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(383078035417174017), v, "Value is an int64")
 	_, err = ringflake.ID(-1).Value()
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative)
+	assert.ErrorIs(t, err, ringflake.ErrRange)
 
 	v, err = ringflake.NullID{}.Value()
 	assert.NoError(t, err)
@@ -135,7 +135,7 @@ func TestSQLRoundTrip(t *testing.T) {
 	// NULL into a plain ID is an error that says what to do.
 	var id ringflake.ID
 	err = db.QueryRowContext(ctx, `SELECT NULL`).Scan(&id)
-	assert.ErrorIs(t, err, ringflake.ErrIDNull, "scanning NULL into an ID")
+	assert.ErrorIs(t, err, ringflake.ErrSyntax, "scanning NULL into an ID")
 }
 
 // TestSQLGenerated stores IDs from a generator and checks the database
@@ -191,7 +191,7 @@ func ExampleID_Scan() {
 	// Output:
 	// 383078035417174017 <nil>
 	// 383078035417174018 <nil>
-	// 383078035417174018 ringflake: NULL is not an ID; scan into a NullID
+	// 383078035417174018 ringflake: Scan NULL: invalid ID syntax: scan a nullable column into a NullID or a *ringflake.ID
 }
 
 func ExampleID_Value() {
