@@ -9,9 +9,7 @@ import (
 
 var (
 	_ encoding.TextMarshaler   = ID(0)
-	_ encoding.TextAppender    = ID(0)
 	_ encoding.TextUnmarshaler = (*ID)(nil)
-	_ json.Marshaler           = ID(0)
 	_ json.Unmarshaler         = (*ID)(nil)
 )
 
@@ -23,20 +21,15 @@ func negativeErr(fn string, id ID) *ParseError {
 	return &ParseError{Func: fn, Input: id.String(), Err: ErrRange, detail: "IDs are never negative", notText: true}
 }
 
-// AppendText appends the decimal form of id to b, as [ID.String] writes it,
-// and returns the extended buffer; it implements [encoding.TextAppender]. It
-// returns a [*ParseError] wrapping [ErrRange] for a negative id.
-func (id ID) AppendText(b []byte) ([]byte, error) {
-	if id < 0 {
-		return b, negativeErr("AppendText", id)
-	}
-	return strconv.AppendInt(b, int64(id), 10), nil
-}
-
-// MarshalText returns the decimal form of id; it implements
-// [encoding.TextMarshaler], so an ID is written in decimal by encoding/xml,
-// as a JSON object key, and by anything else that uses text. It returns a
-// [*ParseError] wrapping [ErrRange] for a negative id.
+// MarshalText returns the decimal form of id, as [ID.String] writes it; it
+// implements [encoding.TextMarshaler]. encoding/json therefore writes an ID
+// as a JSON string, such as "383078035417174017", and as an object key:
+// a string, not a number, because JavaScript reads JSON numbers as
+// float64, which rounds integers above 2^53, so most IDs would come back
+// changed. encoding/xml and anything else that uses text write it in
+// decimal too. MarshalText is safe for concurrent use. It returns a
+// [*ParseError] wrapping [ErrRange] for a negative id, which is never
+// issued.
 func (id ID) MarshalText() ([]byte, error) {
 	if id < 0 {
 		return nil, negativeErr("MarshalText", id)
@@ -48,7 +41,8 @@ func (id ID) MarshalText() ([]byte, error) {
 // UnmarshalText parses the decimal form of an ID into id, with the rules
 // of [ParseID]; it implements [encoding.TextUnmarshaler]. It returns a
 // [*ParseError] wrapping [ErrSyntax] or [ErrRange], as ParseID does, and
-// then leaves id unchanged.
+// then leaves id unchanged. It writes to id, so it is as safe for
+// concurrent use as any other write to a variable.
 func (id *ID) UnmarshalText(text []byte) error {
 	v, err := parseDecimal("UnmarshalText", text)
 	if err != nil {
@@ -58,31 +52,19 @@ func (id *ID) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// MarshalJSON writes id as a JSON string holding its decimal form, such as
-// "383078035417174017". A string, not a number, because JavaScript reads
-// JSON numbers as float64, which rounds integers above 2^53: most IDs would
-// come back changed. It returns a [*ParseError] wrapping [ErrRange] for a
-// negative id.
-func (id ID) MarshalJSON() ([]byte, error) {
-	if id < 0 {
-		return nil, negativeErr("MarshalJSON", id)
-	}
-	var b [maxDecimalLen + 2]byte
-	out := strconv.AppendInt(append(b[:0], '"'), int64(id), 10)
-	return append(out, '"'), nil
-}
-
 // UnmarshalJSON reads an ID from a JSON string holding its decimal form
-// (what MarshalJSON writes) or from a JSON integer number, which other
-// producers write; white space around the value is allowed, as in any JSON
-// text. A string is decoded as JSON defines, escapes included ("\u0035" is
-// "5"), and its content must then be what [ParseID] takes. A number must
-// be a JSON integer: no fraction, exponent or leading zero. Following the
-// convention of encoding/json, the JSON literal null leaves id unchanged;
-// use a pointer or a [NullID] to tell null from an ID. It returns a
-// [*ParseError] wrapping [ErrRange] for a negative number or a value above
-// 2^63-1, and one wrapping [ErrSyntax] for anything else that is not an
-// ID, and then leaves id unchanged.
+// (what encoding/json writes with [ID.MarshalText]) or from a JSON integer
+// number, which other producers write; it implements [json.Unmarshaler].
+// White space around the value is allowed, as in any JSON text. A string
+// is decoded as JSON defines, escapes included ("\u0035" is "5"), and its
+// content must then be what [ParseID] takes. A number must be a JSON
+// integer: no fraction, exponent or leading zero. Following the convention
+// of encoding/json, the JSON literal null leaves id unchanged; use a *ID
+// to tell null from an ID. It returns a [*ParseError] wrapping [ErrRange]
+// for a negative number or a value above 2^63-1, and one wrapping
+// [ErrSyntax] for anything else that is not an ID, and then leaves id
+// unchanged. It writes to id, so it is as safe for concurrent use as any
+// other write to a variable.
 func (id *ID) UnmarshalJSON(data []byte) error {
 	const fn = "UnmarshalJSON"
 	data = trimJSONSpace(data)

@@ -16,8 +16,9 @@ var (
 // Value returns id as an int64 for a database column; it implements
 // [driver.Valuer]. Store IDs in a 64-bit integer column (BIGINT, INTEGER in
 // SQLite): they are never negative, so they fit a signed column and sort
-// there like the IDs. It returns a [*ParseError] wrapping [ErrRange] for a
-// negative id.
+// there like the IDs. Value is safe for concurrent use. It returns a
+// [*ParseError] wrapping [ErrRange] for a negative id, which is never
+// issued.
 func (id ID) Value() (driver.Value, error) {
 	if id < 0 {
 		return nil, negativeErr("Value", id)
@@ -32,18 +33,22 @@ func (id ID) Value() (driver.Value, error) {
 // text).
 //
 // An ID has no value to stand for NULL (0 is a valid ID), so NULL is an
-// error: scan a nullable column into a [NullID], or into a *ID, which
-// database/sql sets to nil for NULL. Scan returns a [*ParseError]
-// wrapping [ErrRange] for a negative number or one above 2^63-1, and one
-// wrapping [ErrSyntax] for NULL, a value of another type, or text that is
-// not an ID; id is unchanged on any error.
+// error: scan a nullable column into a sql.Null[ID] (see [sql.Null]),
+// whose Valid is false for NULL and which writes NULL or the ID's
+// [ID.Value], or into a *ID, which database/sql sets to nil.
+//
+// Scan returns a [*ParseError] wrapping [ErrRange] for a negative number
+// or one above 2^63-1, and one wrapping [ErrSyntax] for NULL, a value of
+// another type, or text that is not an ID; id is unchanged on any error.
+// It writes to id, so it is as safe for concurrent use as any other write
+// to a variable.
 func (id *ID) Scan(src any) error {
 	const fn = "Scan"
 	var v ID
 	switch x := src.(type) {
 	case nil:
 		return &ParseError{Func: fn, Input: "NULL", Err: ErrSyntax, notText: true,
-			detail: "scan a nullable column into a NullID or a *ringflake.ID"}
+			detail: "scan a nullable column into a sql.Null[ringflake.ID]"}
 	case int64:
 		if x < 0 {
 			return &ParseError{Func: fn, Input: "int64(" + strconv.FormatInt(x, 10) + ")", Err: ErrRange, notText: true, detail: "negative"}
