@@ -77,14 +77,14 @@ const maxQuoted = 32
 // `ringflake: ParseBase32 "01AB": invalid ID syntax: has 4 bytes; want
 // 13 characters`.
 func (e *ParseError) Error() string {
-	in := e.Input
-	if !e.notText {
-		if len(in) > maxQuoted {
-			in = strconv.Quote(in[:maxQuoted]) + "..."
-		} else {
-			in = strconv.Quote(in)
-		}
+	in, cut := e.Input, ""
+	if len(in) > maxQuoted {
+		in, cut = in[:maxQuoted], "..."
 	}
+	if !e.notText {
+		in = strconv.Quote(in)
+	}
+	in += cut
 	reason := "<nil>"
 	if e.Err != nil {
 		reason = strings.TrimPrefix(e.Err.Error(), "ringflake: ")

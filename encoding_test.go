@@ -296,6 +296,16 @@ func ExampleParseID() {
 	// true
 }
 
+func ExampleID_String() {
+	fmt.Println(ringflake.ID(383078035417174017).String())
+	// A negative ID is never issued: String writes it, ParseID refuses it.
+	_, err := ringflake.ParseID(ringflake.ID(-5).String())
+	fmt.Println(err)
+	// Output:
+	// 383078035417174017
+	// ringflake: ParseID "-5": ID out of range: negative
+}
+
 func ExampleID_Base32() {
 	// Fixed width and a sorted alphabet: the strings sort like the IDs.
 	for _, id := range []ringflake.ID{9, 10, 383078035417174017} {

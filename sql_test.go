@@ -49,6 +49,8 @@ func TestScan(t *testing.T) {
 		{"time", time.Unix(0, 0).UTC(), 77, ringflake.ErrSyntax, ""},
 		{"bool", true, 77, ringflake.ErrSyntax, ""},
 		{"int", 5, 77, ringflake.ErrSyntax, ""},
+		{"long value is cut", make([]int, 20), 77, ringflake.ErrSyntax,
+			"ringflake: Scan []int([0 0 0 0 0 0 0 0 0 0 0 0 0...: invalid ID syntax: want int64, uint64, string or []byte"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
