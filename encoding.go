@@ -1,21 +1,10 @@
 package ringflake
 
 import (
-	"fmt"
 	"math"
 	"strconv"
-)
-
-// Widths of the text encodings.
-const (
-	// Base32Len is the length of every Base32 ID: 13 characters of 5 bits
-	// hold the 63 bits of an ID, the first holding only 3 (0..7).
-	Base32Len = 13
-	// MaxBase58Len is the length of the longest Base58 ID (2^63-1 is
-	// "NQm6nKp8qFC"); shorter IDs are shorter.
-	MaxBase58Len = 11
-	// maxDecimalLen is the length of 2^63-1 in decimal.
-	maxDecimalLen = 19
+	"strings"
+	"unicode/utf8"
 )
 
 // base32Alphabet is Crockford's Base32 alphabet: digits and uppercase letters
@@ -27,8 +16,16 @@ const base32Alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 // I and l, which people confuse.
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
-// invalidDigit marks bytes outside an alphabet in the index tables.
-const invalidDigit = 0xFF
+const (
+	// base32Len is the width of every Base32 ID: 13 digits of 5 bits
+	// carry 65 bits, so the first digit of a 64-bit pattern is 0..F and
+	// that of an ID (63 bits) 0..7.
+	base32Len = 13
+	// maxBase58Len is the width of the largest 64-bit pattern in Base58.
+	maxBase58Len = 11
+	// invalidDigit marks bytes outside an alphabet in the index tables.
+	invalidDigit = 0xFF
+)
 
 // base32Index and base58Index map a byte to its digit value, or to
 // invalidDigit. They are computed once at start-up and only read after.
@@ -48,45 +45,136 @@ func indexOf(alphabet string) [256]byte {
 	return t
 }
 
-// ParseID parses the decimal form of an ID, as written by [ID.String]: 1 to
-// 19 ASCII digits with no sign or spaces. Leading zeros are allowed, so a
-// zero-padded 19-digit column parses. It returns an error wrapping
-// [ErrIDLength], [ErrIDCharacter], [ErrIDNegative] (for a '-' followed by
-// digits) or [ErrIDOverflow]. ParseID is safe for concurrent use.
-func ParseID(s string) (ID, error) {
-	return parseDecimal("decimal", s)
+// ParseError reports input that does not hold an ID, in the manner of
+// [strconv.NumError]. Every function of this package that reads an ID
+// from text, JSON or a database value returns its failures as a
+// *ParseError, as do [ID.MarshalText] and [ID.Value], which refuse a
+// negative ID. Test the kind of failure with errors.Is(err, [ErrSyntax])
+// or errors.Is(err, [ErrRange]). A ParseError is not modified after it is
+// returned, so it is safe for concurrent use.
+type ParseError struct {
+	// Func is the function that failed: "ParseID", "ParseBase32",
+	// "ParseBase58", "UnmarshalText", "UnmarshalJSON", "Scan",
+	// "MarshalText" or "Value".
+	Func string
+	// Input is the text that was read: the string parsed, the content of
+	// a JSON string, or the JSON value as given. For a database value
+	// that is not text it is the value as %T(%v), or NULL, and for a
+	// refused ID its decimal form.
+	Input string
+	// Err is ErrSyntax or ErrRange.
+	Err error
+
+	detail  string // what was wrong, for the message; may be empty
+	notText bool   // Input is a formatted value, printed unquoted
 }
 
-// parseDecimal is ParseID with the name of the form being parsed, for the
-// error message.
-func parseDecimal(form, s string) (ID, error) {
-	if len(s) > 1 && s[0] == '-' && allDigits(s[1:]) {
-		return 0, parseErr(ErrIDNegative, form, s, "")
+// maxQuoted bounds how much of the input an error message repeats.
+const maxQuoted = 32
+
+// Error returns a one-line message: the function, the input (quoted, and
+// cut after 32 bytes), the sentinel's message and what was wrong, such as
+// `ringflake: ParseBase32 "01AB": invalid ID syntax: has 4 bytes; want
+// 13 characters`.
+func (e *ParseError) Error() string {
+	in, cut := e.Input, ""
+	if len(in) > maxQuoted {
+		in, cut = in[:maxQuoted], "..."
 	}
-	if len(s) == 0 || len(s) > maxDecimalLen {
-		return 0, parseErr(ErrIDLength, form, s, fmt.Sprintf("has %d bytes; want 1..%d digits", len(s), maxDecimalLen))
+	if !e.notText {
+		in = strconv.Quote(in)
+	}
+	in += cut
+	reason := "<nil>"
+	if e.Err != nil {
+		reason = strings.TrimPrefix(e.Err.Error(), "ringflake: ")
+	}
+	msg := "ringflake: " + e.Func + " " + in + ": " + reason
+	if e.detail != "" {
+		msg += ": " + e.detail
+	}
+	return msg
+}
+
+// Unwrap returns Err, so that errors.Is(err, ErrSyntax) works on a
+// *ParseError.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+func syntaxErr(fn, in, detail string) *ParseError {
+	return &ParseError{Func: fn, Input: strings.Clone(in), Err: ErrSyntax, detail: detail}
+}
+
+func rangeErr(fn, in, detail string) *ParseError {
+	return &ParseError{Func: fn, Input: strings.Clone(in), Err: ErrRange, detail: detail}
+}
+
+// badChar is the ErrSyntax for the character at byte offset i of s, which
+// is not in the alphabet named by want.
+func badChar(fn, s string, i int, want string) *ParseError {
+	c := s[i : i+1]
+	if r, n := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || n > 1 {
+		c = s[i : i+n] // name the whole character, not its first byte
+	}
+	return syntaxErr(fn, s, "character "+strconv.Quote(c)+" at offset "+strconv.Itoa(i)+" is not "+want)
+}
+
+// ParseID parses the decimal form of an ID, as written by [ID.String]:
+// one or more ASCII digits with no sign, space or underscore, whose value
+// is at most 2^63-1. Leading zeros are allowed, so a zero-padded column
+// parses; ParseID accepts exactly what strconv.ParseUint(s, 10, 63) does.
+// It returns a [*ParseError] wrapping [ErrRange] for a value above 2^63-1
+// or a negative number (a '-' followed by digits not all zero), and one
+// wrapping [ErrSyntax] for any other input that is not an ID. ParseID is
+// safe for concurrent use.
+func ParseID(s string) (ID, error) {
+	return parseDecimal("ParseID", s)
+}
+
+// parseDecimal is ParseID for the function fn, on a string or on bytes so
+// that callers holding bytes do not copy them to parse.
+func parseDecimal[T string | []byte](fn string, s T) (ID, error) {
+	if len(s) == 0 {
+		return 0, syntaxErr(fn, "", "empty; want decimal digits")
+	}
+	if s[0] == '-' && len(s) > 1 && allDigits(s[1:]) && !allZeros(s[1:]) {
+		return 0, rangeErr(fn, string(s), "negative")
 	}
 	var v uint64
+	over := false
 	for i := range len(s) {
 		c := s[i]
 		if c < '0' || c > '9' {
-			return 0, badChar(form, s, i)
+			return 0, badChar(fn, string(s), i, "a decimal digit")
 		}
-		v = v*10 + uint64(c-'0') // 19 digits fit in a uint64
+		// Keep scanning after an overflow: a bad character is reported
+		// first, as the input is not a number at all.
+		if v > (math.MaxInt64-uint64(c-'0'))/10 {
+			over = true
+		}
+		v = v*10 + uint64(c-'0')
 	}
-	if v > math.MaxInt64 {
-		return 0, parseErr(ErrIDOverflow, form, s, "")
+	if over {
+		return 0, rangeErr(fn, string(s), "above 2^63-1")
 	}
 	return ID(v), nil
 }
 
-func allDigits(s string) bool {
+func allDigits[T string | []byte](s T) bool {
 	for i := range len(s) {
 		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
-	return len(s) > 0
+	return true
+}
+
+func allZeros[T string | []byte](s T) bool {
+	for i := range len(s) {
+		if s[i] != '0' {
+			return false
+		}
+	}
+	return true
 }
 
 // Base32 returns id as exactly 13 characters of Crockford's Base32
@@ -94,60 +182,59 @@ func allDigits(s string) bool {
 // and zero-padded. Because the width is fixed and the alphabet is in ASCII
 // order, comparing two Base32 IDs as strings (bytewise, as sort.Strings and
 // SQL's binary collation do) gives the same order as comparing the IDs as
-// numbers. id must not be negative: a negative id encodes as its 64-bit
-// pattern, which sorts after every ID and which [ParseBase32] rejects.
+// numbers. A negative id, which is never issued, is written as its 64-bit
+// two's-complement pattern: 13 characters starting with '8' to 'F', which
+// sort after every ID and which [ParseBase32] refuses with [ErrRange].
+// Base32 is safe for concurrent use.
 func (id ID) Base32() string {
-	var b [Base32Len]byte
-	return string(appendBase32(b[:0], uint64(id)))
-}
-
-func appendBase32(dst []byte, v uint64) []byte {
-	var b [Base32Len]byte
-	for i := Base32Len - 1; i >= 0; i-- {
+	var b [base32Len]byte
+	v := uint64(id)
+	for i := base32Len - 1; i >= 0; i-- {
 		b[i] = base32Alphabet[v&31]
 		v >>= 5
 	}
-	return append(dst, b[:]...)
+	return string(b[:])
 }
 
 // ParseBase32 parses the form written by [ID.Base32]: exactly 13 characters
-// of the uppercase Crockford alphabet. It is strict, so every ID has one
-// Base32 form: lowercase letters and Crockford's aliases (I, L, O) are
-// refused, as are hyphens. It returns an error wrapping [ErrIDLength],
-// [ErrIDCharacter] or [ErrIDOverflow] (a first character above '7').
-// ParseBase32 is safe for concurrent use.
+// of the uppercase Crockford alphabet, the first of them '0' to '7'. It is
+// strict, so every ID has one Base32 form: lowercase letters, Crockford's
+// aliases (I, L, O) and hyphens are refused. It returns a [*ParseError]
+// wrapping [ErrSyntax] for an input that is not 13 such characters, and
+// one wrapping [ErrRange] for a first character above '7' (a value above
+// 2^63-1, such as the form of a negative ID). ParseBase32 is safe for
+// concurrent use.
 func ParseBase32(s string) (ID, error) {
-	if len(s) != Base32Len {
-		return 0, parseErr(ErrIDLength, "base32", s, fmt.Sprintf("has %d bytes; want %d", len(s), Base32Len))
+	const fn = "ParseBase32"
+	if len(s) != base32Len {
+		return 0, syntaxErr(fn, s, "has "+strconv.Itoa(len(s))+" bytes; want 13 characters")
 	}
 	var v uint64
 	for i := range len(s) {
 		d := base32Index[s[i]]
 		if d == invalidDigit {
-			return 0, badChar("base32", s, i)
+			return 0, badChar(fn, s, i, "uppercase Crockford Base32")
 		}
 		v = v<<5 | uint64(d)
 	}
-	// 13 digits carry 65 bits: the first digit's top two bits are shifted
-	// out above, so test the digit itself.
+	// 13 digits carry 65 bits: the first digit's top bits are shifted out
+	// above, so test the digit itself.
 	if base32Index[s[0]] > 7 {
-		return 0, parseErr(ErrIDOverflow, "base32", s, "first character above '7'")
+		return 0, rangeErr(fn, s, "first character above '7' (2^63-1 is 7ZZZZZZZZZZZZ)")
 	}
 	return ID(v), nil
 }
 
 // Base58 returns id in Base58 with the Bitcoin alphabet, most significant
-// digit first and without padding: 1 to 11 characters, "1" for 0. It is
-// the short form for people to read and type; it does not sort. id must not
-// be negative: a negative id encodes as its 64-bit pattern, which
-// [ParseBase58] rejects.
+// digit first and without padding: 1 to 11 characters, "1" for 0 and
+// "NQm6nKp8qFC" for 2^63-1. It is the short form for people to read and
+// type; it does not sort. A negative id, which is never issued, is written
+// as its 64-bit pattern read as unsigned: 11 characters that
+// [ParseBase58] refuses with [ErrRange]. Base58 is safe for concurrent
+// use.
 func (id ID) Base58() string {
-	var b [MaxBase58Len + 1]byte
-	return string(appendBase58(b[:0], uint64(id)))
-}
-
-func appendBase58(dst []byte, v uint64) []byte {
-	var b [MaxBase58Len + 1]byte // 2^64-1 needs 11 digits; one spare
+	var b [maxBase58Len]byte
+	v := uint64(id)
 	i := len(b)
 	for {
 		i--
@@ -157,51 +244,39 @@ func appendBase58(dst []byte, v uint64) []byte {
 			break
 		}
 	}
-	return append(dst, b[i:]...)
+	return string(b[i:])
 }
 
-// ParseBase58 parses the form written by [ID.Base58]: 1 to 11 characters of
-// the Bitcoin alphabet. It is strict, so every ID has one Base58 form: a
-// leading '1' (a zero digit) is refused unless it is the whole input. It
-// returns an error wrapping [ErrIDLength], [ErrIDCharacter] or
-// [ErrIDOverflow]. ParseBase58 is safe for concurrent use.
+// ParseBase58 parses the form written by [ID.Base58]: characters of the
+// Bitcoin alphabet whose value is at most 2^63-1 (11 characters at most).
+// It is strict, so every ID has one Base58 form: a leading '1' (a zero
+// digit) is refused unless it is the whole input. It returns a
+// [*ParseError] wrapping [ErrSyntax] for an empty input, a character
+// outside the alphabet or a leading '1', and one wrapping [ErrRange] for
+// a value above 2^63-1, such as the form of a negative ID. ParseBase58 is
+// safe for concurrent use.
 func ParseBase58(s string) (ID, error) {
-	if len(s) == 0 || len(s) > MaxBase58Len {
-		return 0, parseErr(ErrIDLength, "base58", s, fmt.Sprintf("has %d bytes; want 1..%d", len(s), MaxBase58Len))
+	const fn = "ParseBase58"
+	if len(s) == 0 {
+		return 0, syntaxErr(fn, s, "empty; want Base58 digits")
 	}
 	var v uint64
+	over := false
 	for i := range len(s) {
 		d := base58Index[s[i]]
 		if d == invalidDigit {
-			return 0, badChar("base58", s, i)
+			return 0, badChar(fn, s, i, "in the Base58 alphabet")
 		}
 		if v > (math.MaxInt64-uint64(d))/58 {
-			return 0, parseErr(ErrIDOverflow, "base58", s, "")
+			over = true
 		}
 		v = v*58 + uint64(d)
 	}
 	if len(s) > 1 && s[0] == base58Alphabet[0] {
-		return 0, parseErr(ErrIDLength, "base58", s, "has a leading '1' (a zero digit)")
+		return 0, syntaxErr(fn, s, "leading '1' (a zero digit)")
+	}
+	if over {
+		return 0, rangeErr(fn, s, "above 2^63-1 (NQm6nKp8qFC)")
 	}
 	return ID(v), nil
-}
-
-// maxQuoted bounds how much of a bad input an error message repeats.
-const maxQuoted = 32
-
-// parseErr wraps sentinel with the form and the input, quoted and cut to
-// maxQuoted bytes, and an optional detail.
-func parseErr(sentinel error, form, s, detail string) error {
-	q := s
-	if len(q) > maxQuoted {
-		q = q[:maxQuoted] + "..."
-	}
-	if detail != "" {
-		return fmt.Errorf("%w: %s %s %s", sentinel, form, strconv.Quote(q), detail)
-	}
-	return fmt.Errorf("%w: %s %s", sentinel, form, strconv.Quote(q))
-}
-
-func badChar(form, s string, i int) error {
-	return parseErr(ErrIDCharacter, form, s, fmt.Sprintf("has %s at offset %d", strconv.QuoteToASCII(s[i:i+1]), i))
 }

@@ -52,35 +52,21 @@ var (
 	// not made by [New].
 	ErrClosed = errors.New("ringflake: generator is closed")
 
-	// The errors below are returned when text, JSON or a database value
-	// does not hold an ID. Every parser returns an error wrapping exactly
-	// one of them, with the offending input and position in the message.
+	// The two errors below are the kinds of [*ParseError], which every
+	// function that reads an ID from text, JSON or a database value
+	// returns, in the manner of strconv's ErrSyntax and ErrRange.
 
-	// ErrIDCharacter means the input holds a character its encoding does
-	// not use: a letter in a decimal ID, a lowercase letter in a Base32
-	// ID, a '0' in a Base58 ID, a fraction or exponent in a JSON number.
-	ErrIDCharacter = errors.New("ringflake: invalid character in ID")
+	// ErrSyntax means the input does not hold an ID in the form asked for:
+	// it is empty, has a character the form does not use, is a Base32 ID
+	// not 13 characters long or a Base58 ID with a leading zero digit, is
+	// JSON that is neither a string nor an integer, or is a database NULL
+	// or a value of a type that cannot hold an ID.
+	ErrSyntax = errors.New("ringflake: invalid ID syntax")
 
-	// ErrIDLength means the input is empty, longer than its encoding
-	// allows (19 decimal digits, 11 Base58 digits), not exactly 13
-	// characters of Base32, or a Base58 ID with leading zero digits.
-	ErrIDLength = errors.New("ringflake: invalid ID length")
-
-	// ErrIDOverflow means the input is well formed but its value is above
-	// the largest ID, 2^63-1.
-	ErrIDOverflow = errors.New("ringflake: ID overflows 63 bits")
-
-	// ErrIDNegative means the input or the ID is negative. IDs are never
-	// negative, so a negative ID is refused rather than encoded.
-	ErrIDNegative = errors.New("ringflake: ID is negative")
-
-	// ErrIDType means a database value has a type that cannot hold an ID,
-	// such as a float or a time.
-	ErrIDType = errors.New("ringflake: value of this type cannot hold an ID")
-
-	// ErrIDNull means a database NULL was scanned into an [ID]. Scan a
-	// nullable column into a [NullID] instead.
-	ErrIDNull = errors.New("ringflake: NULL is not an ID; scan into a NullID")
+	// ErrRange means the input is well formed but its value is not an ID:
+	// it is negative, or above 2^63-1. IDs are never negative, so
+	// [ID.MarshalText] and [ID.Value] refuse a negative ID with it too.
+	ErrRange = errors.New("ringflake: ID out of range")
 )
 
 // ClockError reports a failure to issue caused by time, with the figures

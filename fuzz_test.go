@@ -1,9 +1,11 @@
 package ringflake_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,44 +175,45 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 	})
 }
 
-// parseSentinels are the errors every ID parser's failure wraps one of.
-var parseSentinels = []error{ringflake.ErrIDLength, ringflake.ErrIDCharacter, ringflake.ErrIDNegative, ringflake.ErrIDOverflow}
-
-// checkParseFailure fails t unless err wraps exactly one parse sentinel and
-// the parser returned no ID with it.
-func checkParseFailure(t *testing.T, what, in string, id ringflake.ID, err error) {
+// checkParseFailure fails t unless err is a *ParseError from fn, wrapping
+// exactly one of ErrSyntax and ErrRange, and the parser returned no ID
+// with it. It returns the sentinel.
+func checkParseFailure(t *testing.T, fn, in string, id ringflake.ID, err error) error {
 	t.Helper()
-	n := 0
-	for _, s := range parseSentinels {
-		if errors.Is(err, s) {
-			n++
-		}
+	var pe *ringflake.ParseError
+	if !errors.As(err, &pe) || pe.Func != fn || id != 0 ||
+		errors.Is(err, ringflake.ErrSyntax) == errors.Is(err, ringflake.ErrRange) {
+		t.Fatalf("%s(%q) = %d, %v; want 0 and a *ParseError from %s wrapping ErrSyntax or ErrRange", fn, in, id, err, fn)
 	}
-	if n != 1 || id != 0 {
-		t.Fatalf("%s(%q) = %d, %v; want 0 and an error wrapping one parse sentinel", what, in, id, err)
-	}
+	return pe.Err
 }
 
-// FuzzParseID checks ParseID against strconv: it accepts exactly 1..19
-// ASCII digits whose value fits 63 bits, and what it accepts round-trips
-// through String. UnmarshalText, Scan of text and UnmarshalJSON of a JSON
-// string must agree with it.
+// FuzzParseID checks ParseID against strconv: it accepts exactly what
+// strconv.ParseUint(s, 10, 63) accepts, with the same value, and what it
+// accepts round-trips through String. A failure is ErrRange exactly for
+// digits above 2^63-1 and for a negative number. UnmarshalText, Scan of
+// text and UnmarshalJSON of a JSON string must agree with it.
 func FuzzParseID(f *testing.F) {
 	for _, s := range []string{"0", "383078035417174017", "9223372036854775807", "9223372036854775808",
-		"0000000000000000001", "-1", "+1", "", "1e3", " 1", "١"} {
+		"0000000000000000001", "00000000000000000001", "18446744073709551616", "99999999999999999999x",
+		"-1", "-0", "+1", "", "1e3", " 1", "١", "1_0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := ringflake.ParseID(s)
 		u, uerr := strconv.ParseUint(s, 10, 63)
-		want := uerr == nil && len(s) <= 19 && s[0] != '+'
 		if err != nil {
-			checkParseFailure(t, "ParseID", s, id, err)
-			if want {
+			if uerr == nil {
 				t.Fatalf("ParseID(%q) = %v; strconv reads %d", s, err, u)
 			}
+			digits := s != "" && strings.Trim(s, "0123456789") == ""
+			negative := len(s) > 1 && s[0] == '-' && strings.Trim(s[1:], "0123456789") == "" && strings.Trim(s[1:], "0") != ""
+			wantRange := negative || digits && errors.Is(uerr, strconv.ErrRange)
+			if got := checkParseFailure(t, "ParseID", s, id, err); (got == ringflake.ErrRange) != wantRange {
+				t.Fatalf("ParseID(%q) = %v; want ErrRange: %v", s, err, wantRange)
+			}
 		} else {
-			if !want || uint64(id) != u {
+			if uerr != nil || uint64(id) != u {
 				t.Fatalf("ParseID(%q) = %d; strconv gives %d, %v", s, id, u, uerr)
 			}
 			if back, err := ringflake.ParseID(id.String()); err != nil || back != id {
@@ -218,7 +221,8 @@ func FuzzParseID(f *testing.F) {
 			}
 		}
 		same := func(what string, got ringflake.ID, gerr error) {
-			if (gerr == nil) != (err == nil) || gerr == nil && got != id {
+			if (gerr == nil) != (err == nil) || gerr == nil && got != id ||
+				gerr != nil && (errors.Is(gerr, ringflake.ErrRange) != errors.Is(err, ringflake.ErrRange)) {
 				t.Fatalf("%s(%q) = %d, %v; ParseID gives %d, %v", what, s, got, gerr, id, err)
 			}
 		}
@@ -228,8 +232,10 @@ func FuzzParseID(f *testing.F) {
 		same("Scan(string)", v, v.Scan(s))
 		v = 0
 		same("Scan([]byte)", v, v.Scan([]byte(s)))
-		v = 0
-		same("UnmarshalJSON(string)", v, v.UnmarshalJSON([]byte(`"`+s+`"`)))
+		if js, jerr := json.Marshal(s); jerr == nil {
+			v = 0
+			same("UnmarshalJSON(string)", v, v.UnmarshalJSON(js))
+		}
 	})
 }
 
@@ -270,83 +276,135 @@ func FuzzParseBase58(f *testing.F) {
 	})
 }
 
-// FuzzUnmarshalJSON checks that UnmarshalJSON either reads an ID that
-// MarshalJSON writes back and that reads again the same, or fails and
-// leaves the value unchanged; null always leaves it unchanged.
+// FuzzUnmarshalJSON checks UnmarshalJSON against encoding/json: on valid
+// JSON it reads a string as ParseID reads the string's decoded content, a
+// number as encoding/json reads it into a uint64 (refusing what exceeds
+// 2^63-1), and null as nothing; it refuses invalid JSON with ErrSyntax.
+// It leaves the value unchanged on error and on null, and what it reads
+// marshals back to the same ID.
 func FuzzUnmarshalJSON(f *testing.F) {
-	for _, s := range []string{`"383078035417174017"`, `383078035417174017`, `null`, `"null"`, `-1`, `1.5`, `""`, `"`, `"1`, `{}`} {
+	for _, s := range []string{`"383078035417174017"`, `383078035417174017`, `null`, `"null"`, `-1`, `-0`, `1.5`, `""`,
+		`"`, `"1`, `{}`, `"\u0035"`, ` "4\u0032" `, `0123`, `18446744073709551615`, `"\ud800"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const sentinel = ringflake.ID(4242)
 		id := sentinel
 		err := id.UnmarshalJSON(data)
-		switch {
-		case err != nil:
+		if err != nil {
+			checkParseFailure(t, "UnmarshalJSON", string(data), 0, err)
 			if id != sentinel {
 				t.Fatalf("UnmarshalJSON(%q) failed with %v but changed the ID to %d", data, err, id)
 			}
-		case string(data) == "null":
-			if id != sentinel {
-				t.Fatalf("UnmarshalJSON(null) changed the ID to %d", id)
+		}
+		var str string
+		var u uint64
+		switch {
+		case !json.Valid(data):
+			if !errors.Is(err, ringflake.ErrSyntax) {
+				t.Fatalf("UnmarshalJSON(%q) of invalid JSON = %d, %v; want ErrSyntax", data, id, err)
+			}
+		case strings.Trim(string(data), " \t\r\n") == "null":
+			if err != nil || id != sentinel {
+				t.Fatalf("UnmarshalJSON(%q) = %d, %v; want the ID unchanged", data, id, err)
+			}
+		case json.Unmarshal(data, &str) == nil:
+			want, werr := ringflake.ParseID(str)
+			if (err == nil) != (werr == nil) || err == nil && id != want ||
+				err != nil && errors.Is(err, ringflake.ErrRange) != errors.Is(werr, ringflake.ErrRange) {
+				t.Fatalf("UnmarshalJSON(%q) = %d, %v; ParseID(%q) = %d, %v", data, id, err, str, want, werr)
+			}
+		case json.Unmarshal(data, &u) == nil && u <= math.MaxInt64:
+			if err != nil || uint64(id) != u {
+				t.Fatalf("UnmarshalJSON(%q) = %d, %v; encoding/json reads %d", data, id, err, u)
 			}
 		default:
-			out, err := id.MarshalJSON()
-			if err != nil {
-				t.Fatalf("MarshalJSON(%d) after UnmarshalJSON(%q): %v", id, data, err)
-			}
-			var back ringflake.ID
-			if err := back.UnmarshalJSON(out); err != nil || back != id {
-				t.Fatalf("UnmarshalJSON(%s) = %d, %v; want %d", out, back, err, id)
+			if err == nil {
+				t.Fatalf("UnmarshalJSON(%q) = %d; encoding/json does not read it as an ID", data, id)
 			}
 		}
-		// NullID reads what ID reads, and reads null as not valid.
-		n := ringflake.NullID{ID: sentinel, Valid: true}
-		nerr := n.UnmarshalJSON(data)
-		switch {
-		case string(data) == "null":
-			if nerr != nil || n.Valid {
-				t.Fatalf("NullID.UnmarshalJSON(null) = %+v, %v; want not valid", n, nerr)
+		if err == nil && id != sentinel {
+			out, merr := json.Marshal(id)
+			var back ringflake.ID
+			if merr != nil || json.Unmarshal(out, &back) != nil || back != id {
+				t.Fatalf("json.Marshal(%d) = %s, %v, read back as %d", id, out, merr, back)
 			}
-		case (nerr == nil) != (err == nil) || err == nil && n != (ringflake.NullID{ID: id, Valid: true}):
-			t.Fatalf("NullID.UnmarshalJSON(%q) = %+v, %v; ID.UnmarshalJSON gives %d, %v", data, n, nerr, id, err)
 		}
 	})
 }
 
-// FuzzIDEncodings round-trips arbitrary IDs through every encoding and
-// checks the point of Base32: for two IDs, comparing their Base32 strings
-// gives the same answer as comparing the numbers.
+// FuzzIDEncodings checks every encoding of every int64 as a property: an
+// ID (0 to 2^63-1) round-trips through each text form, through
+// MarshalText, JSON and a database value, and its Base32 strings compare
+// like the numbers; a negative ID is written in the documented form, which
+// its parser refuses with ErrRange, and MarshalText and Value refuse it.
 func FuzzIDEncodings(f *testing.F) {
 	f.Add(int64(0), int64(1))
 	f.Add(int64(383078035417174017), int64(383078035417174018))
 	f.Add(int64(-1), int64(math.MaxInt64))
+	f.Add(int64(math.MinInt64), int64(-58))
 	f.Add(int64(31), int64(32))
 	f.Fuzz(func(t *testing.T, x, y int64) {
-		a, b := ringflake.ID(x&math.MaxInt64), ringflake.ID(y&math.MaxInt64)
-		for _, id := range []ringflake.ID{a, b} {
-			if got, err := ringflake.ParseID(id.String()); err != nil || got != id {
-				t.Fatalf("ParseID(String(%d)) = %d, %v", id, got, err)
-			}
-			if s := id.Base32(); len(s) != ringflake.Base32Len {
-				t.Fatalf("Base32(%d) = %q; want %d characters", id, s, ringflake.Base32Len)
-			} else if got, err := ringflake.ParseBase32(s); err != nil || got != id {
-				t.Fatalf("ParseBase32(%q) = %d, %v; want %d", s, got, err, id)
-			}
-			if s := id.Base58(); len(s) > ringflake.MaxBase58Len {
-				t.Fatalf("Base58(%d) = %q; want at most %d characters", id, s, ringflake.MaxBase58Len)
-			} else if got, err := ringflake.ParseBase58(s); err != nil || got != id {
-				t.Fatalf("ParseBase58(%q) = %d, %v; want %d", s, got, err, id)
-			}
-			v, err := id.Value()
-			var got ringflake.ID
-			if err != nil || got.Scan(v) != nil || got != id {
-				t.Fatalf("Scan(Value(%d)) = %d; Value error %v", id, got, err)
-			}
+		for _, id := range []ringflake.ID{ringflake.ID(x), ringflake.ID(y)} {
+			checkEncodings(t, id)
+		}
+		a, b := ringflake.ID(x), ringflake.ID(y)
+		if a < 0 || b < 0 {
+			return
 		}
 		sa, sb := a.Base32(), b.Base32()
 		if (sa < sb) != (a < b) || (sa == sb) != (a == b) {
 			t.Fatalf("Base32 order: %q vs %q for %d vs %d; want the numeric order", sa, sb, a, b)
 		}
 	})
+}
+
+// checkEncodings checks the round trips of FuzzIDEncodings for one ID.
+func checkEncodings(t *testing.T, id ringflake.ID) {
+	t.Helper()
+	forms := []struct {
+		fn    string
+		text  string
+		parse func(string) (ringflake.ID, error)
+	}{
+		{"ParseID", id.String(), ringflake.ParseID},
+		{"ParseBase32", id.Base32(), ringflake.ParseBase32},
+		{"ParseBase58", id.Base58(), ringflake.ParseBase58},
+	}
+	for _, f := range forms {
+		got, err := f.parse(f.text)
+		switch {
+		case id >= 0 && (err != nil || got != id):
+			t.Fatalf("%s(%q) = %d, %v; want %d", f.fn, f.text, got, err, id)
+		case id < 0 && checkParseFailure(t, f.fn, f.text, got, err) != ringflake.ErrRange:
+			t.Fatalf("%s(%q), the form of negative %d: %v; want ErrRange", f.fn, f.text, id, err)
+		}
+	}
+	if len(forms[1].text) != 13 || id < 0 && !strings.Contains("89ABCDEF", forms[1].text[:1]) {
+		t.Fatalf("Base32(%d) = %q; want 13 characters, the first 8..F for a negative ID", id, forms[1].text)
+	}
+	if len(forms[2].text) > 11 || id < 0 && len(forms[2].text) != 11 {
+		t.Fatalf("Base58(%d) = %q; want at most 11 characters, 11 for a negative ID", id, forms[2].text)
+	}
+	text, terr := id.MarshalText()
+	js, jerr := json.Marshal(id)
+	v, verr := id.Value()
+	if id < 0 {
+		for _, err := range []error{terr, jerr, verr} {
+			if !errors.Is(err, ringflake.ErrRange) {
+				t.Fatalf("marshaling negative %d: %v; want ErrRange", id, err)
+			}
+		}
+		return
+	}
+	var back, jback, sback ringflake.ID
+	if terr != nil || back.UnmarshalText(text) != nil || back != id {
+		t.Fatalf("UnmarshalText(MarshalText(%d)) = %d; MarshalText error %v", id, back, terr)
+	}
+	if jerr != nil || string(js) != `"`+id.String()+`"` || json.Unmarshal(js, &jback) != nil || jback != id {
+		t.Fatalf("json.Marshal(%d) = %s, %v, read back as %d; want the decimal string", id, js, jerr, jback)
+	}
+	if verr != nil || sback.Scan(v) != nil || sback != id {
+		t.Fatalf("Scan(Value(%d)) = %d; Value error %v", id, sback, verr)
+	}
 }

@@ -1,6 +1,7 @@
 package ringflake
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"strconv"
@@ -8,80 +9,112 @@ import (
 
 var (
 	_ encoding.TextMarshaler   = ID(0)
-	_ encoding.TextAppender    = ID(0)
 	_ encoding.TextUnmarshaler = (*ID)(nil)
-	_ json.Marshaler           = ID(0)
 	_ json.Unmarshaler         = (*ID)(nil)
 )
 
-// AppendText appends the decimal form of id to b, as [ID.String] writes it,
-// and returns the extended buffer; it implements [encoding.TextAppender]. It
-// returns an error wrapping [ErrIDNegative] for a negative id.
-func (id ID) AppendText(b []byte) ([]byte, error) {
-	if id < 0 {
-		return b, parseErr(ErrIDNegative, "decimal", id.String(), "cannot be marshaled")
-	}
-	return strconv.AppendInt(b, int64(id), 10), nil
+// maxDecimalLen is the length of 2^63-1 in decimal.
+const maxDecimalLen = 19
+
+// negativeErr is the ErrRange with which fn refuses the negative id.
+func negativeErr(fn string, id ID) *ParseError {
+	return &ParseError{Func: fn, Input: id.String(), Err: ErrRange, detail: "IDs are never negative", notText: true}
 }
 
-// MarshalText returns the decimal form of id; it implements
-// [encoding.TextMarshaler], so an ID is written in decimal by encoding/xml,
-// as a JSON object key, and by anything else that uses text. It returns an
-// error wrapping [ErrIDNegative] for a negative id.
+// MarshalText returns the decimal form of id, as [ID.String] writes it; it
+// implements [encoding.TextMarshaler]. encoding/json therefore writes an ID
+// as a JSON string, such as "383078035417174017", and as an object key:
+// a string, not a number, because JavaScript reads JSON numbers as
+// float64, which rounds integers above 2^53, so most IDs would come back
+// changed. encoding/xml and anything else that uses text write it in
+// decimal too. MarshalText is safe for concurrent use. It returns a
+// [*ParseError] wrapping [ErrRange] for a negative id, which is never
+// issued.
 func (id ID) MarshalText() ([]byte, error) {
+	if id < 0 {
+		return nil, negativeErr("MarshalText", id)
+	}
 	var b [maxDecimalLen]byte
-	return id.AppendText(b[:0])
+	return strconv.AppendInt(b[:0], int64(id), 10), nil
 }
 
 // UnmarshalText parses the decimal form of an ID into id, with the rules
-// and errors of [ParseID]. It leaves id unchanged on error.
+// of [ParseID]; it implements [encoding.TextUnmarshaler]. It returns a
+// [*ParseError] wrapping [ErrSyntax] or [ErrRange], as ParseID does, and
+// then leaves id unchanged. It writes to id, so it is as safe for
+// concurrent use as any other write to a variable.
 func (id *ID) UnmarshalText(text []byte) error {
-	v, err := ParseID(string(text))
+	v, err := parseDecimal("UnmarshalText", text)
 	if err != nil {
 		return err
 	}
 	*id = v
 	return nil
-}
-
-// MarshalJSON writes id as a JSON string holding its decimal form, such as
-// "383078035417174017". A string, not a number, because JavaScript reads
-// JSON numbers as float64, which rounds integers above 2^53: most IDs would
-// come back changed. It returns an error wrapping [ErrIDNegative] for a
-// negative id.
-func (id ID) MarshalJSON() ([]byte, error) {
-	var b [maxDecimalLen + 2]byte
-	out, err := id.AppendText(append(b[:0], '"'))
-	if err != nil {
-		return nil, err
-	}
-	return append(out, '"'), nil
 }
 
 // UnmarshalJSON reads an ID from a JSON string holding its decimal form
-// (what MarshalJSON writes) or from a bare JSON number, which other
-// producers write. Both must be plain decimal digits, as [ParseID] takes
-// them: no escapes, fraction or exponent. Following the convention of
-// encoding/json, the JSON literal null leaves id unchanged; use a pointer
-// or a [NullID] to tell null from an ID. It returns an error wrapping
-// [ErrIDLength], [ErrIDCharacter], [ErrIDNegative] or [ErrIDOverflow],
-// and then leaves id unchanged.
+// (what encoding/json writes with [ID.MarshalText]) or from a JSON integer
+// number, which other producers write; it implements [json.Unmarshaler].
+// White space around the value is allowed, as in any JSON text. A string
+// is decoded as JSON defines, escapes included ("\u0035" is "5"), and its
+// content must then be what [ParseID] takes. A number must be a JSON
+// integer: no fraction, exponent or leading zero. Following the convention
+// of encoding/json, the JSON literal null leaves id unchanged; use a *ID
+// to tell null from an ID. It returns a [*ParseError] wrapping [ErrRange]
+// for a negative number or a value above 2^63-1, and one wrapping
+// [ErrSyntax] for anything else that is not an ID, and then leaves id
+// unchanged. It writes to id, so it is as safe for concurrent use as any
+// other write to a variable.
 func (id *ID) UnmarshalJSON(data []byte) error {
-	s := string(data)
-	if s == "null" {
+	const fn = "UnmarshalJSON"
+	data = trimJSONSpace(data)
+	var v ID
+	var err error
+	switch {
+	case string(data) == "null":
 		return nil
-	}
-	form := "JSON number"
-	if len(s) > 0 && s[0] == '"' {
-		if len(s) < 2 || s[len(s)-1] != '"' {
-			return parseErr(ErrIDCharacter, "JSON", s, "is an unterminated string")
+	case len(data) >= 2 && data[0] == '"' && data[len(data)-1] == '"' && bytes.IndexByte(data, '\\') < 0:
+		// Without an escape, a string of digits is its own content, and
+		// anything else fails as a bad character, invalid JSON included.
+		v, err = parseDecimal(fn, data[1:len(data)-1])
+	case len(data) > 0 && data[0] == '"':
+		var s string
+		if jerr := json.Unmarshal(data, &s); jerr != nil {
+			return syntaxErr(fn, string(data), "not a valid JSON string: "+jerr.Error())
 		}
-		s, form = s[1:len(s)-1], "JSON string"
+		v, err = parseDecimal(fn, s)
+	case !isJSONInteger(data):
+		return syntaxErr(fn, string(data), "want a JSON string or integer")
+	default:
+		v, err = parseDecimal(fn, data)
 	}
-	v, err := parseDecimal(form, s)
 	if err != nil {
 		return err
 	}
 	*id = v
 	return nil
+}
+
+// isJSONInteger reports whether b is a JSON number with no fraction or
+// exponent: an optional '-', then 0 or digits not starting with 0.
+func isJSONInteger(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 1 && b[0] == '0' {
+		return false
+	}
+	return allDigits(b)
+}
+
+// trimJSONSpace removes the white space JSON allows around a value.
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }

@@ -16,28 +16,55 @@ import (
 func TestJSONRoundTrip(t *testing.T) {
 	t.Parallel()
 	type doc struct {
-		ID   ringflake.ID                `json:"id"`
-		Ptr  *ringflake.ID               `json:"ptr"`
-		Null ringflake.NullID            `json:"null"`
-		Keys map[ringflake.ID]string     `json:"keys"`
-		List []ringflake.ID              `json:"list"`
-		Nest map[string]ringflake.NullID `json:"nest"`
+		ID   ringflake.ID             `json:"id"`
+		Ptr  *ringflake.ID            `json:"ptr"`
+		Nil  *ringflake.ID            `json:"nil"`
+		Keys map[ringflake.ID]string  `json:"keys"`
+		List []ringflake.ID           `json:"list"`
+		Nest map[string]*ringflake.ID `json:"nest"`
 	}
 	for _, id := range edgeIDs {
 		t.Run(id.String(), func(t *testing.T) {
 			t.Parallel()
 			in := doc{
-				ID: id, Ptr: &id, Null: ringflake.NullID{ID: id, Valid: true},
-				Keys: map[ringflake.ID]string{id: "x"}, List: []ringflake.ID{id, 0},
-				Nest: map[string]ringflake.NullID{"a": {ID: id, Valid: true}, "b": {}},
+				ID: id, Ptr: &id, Keys: map[ringflake.ID]string{id: "x"}, List: []ringflake.ID{id, 0},
+				Nest: map[string]*ringflake.ID{"a": &id, "b": nil},
 			}
 			b, err := json.Marshal(in)
 			require.NoError(t, err)
-			assert.Contains(t, string(b), `"id":"`+id.String()+`"`, "ID marshals as a JSON string")
+			s := id.String()
+			want := `{"id":"` + s + `","ptr":"` + s + `","nil":null,"keys":{"` + s + `":"x"},"list":["` + s + `","0"],"nest":{"a":"` + s + `","b":null}}`
+			assert.Equal(t, want, string(b), "an ID marshals as a JSON string of its decimal form; a nil *ID as null")
 			var out doc
 			require.NoError(t, json.Unmarshal(b, &out), "unmarshal %s", b)
 			assert.Equal(t, in, out, "round trip through %s", b)
 		})
+	}
+}
+
+// TestMarshalJSON checks what encoding/json writes for an ID through
+// MarshalText: the decimal form as a JSON string, with or without the
+// ",string" option.
+func TestMarshalJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		id   ringflake.ID
+		want string
+	}{
+		{0, `"0"`},
+		{123, `"123"`},
+		{383078035417174017, `"383078035417174017"`},
+		{math.MaxInt64, `"9223372036854775807"`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.id)
+		require.NoError(t, err, "json.Marshal(%d)", tt.id)
+		assert.Equal(t, tt.want, string(b), "json.Marshal(%d)", tt.id)
+		b, err = json.Marshal(struct {
+			ID ringflake.ID `json:"id,string"`
+		}{tt.id})
+		require.NoError(t, err, "json.Marshal(%d) with ,string", tt.id)
+		assert.Equal(t, `{"id":`+tt.want+`}`, string(b), "json.Marshal(%d) with ,string", tt.id)
 	}
 }
 
@@ -54,17 +81,30 @@ func TestUnmarshalJSON(t *testing.T) {
 		{`"0"`, 0, nil},
 		{`9223372036854775807`, math.MaxInt64, nil},
 		{`null`, 77, nil}, // unchanged
-		{`9223372036854775808`, 77, ringflake.ErrIDOverflow},
-		{`-1`, 77, ringflake.ErrIDNegative},
-		{`"-1"`, 77, ringflake.ErrIDNegative},
-		{`1.0`, 77, ringflake.ErrIDCharacter},
-		{`1e3`, 77, ringflake.ErrIDCharacter},
-		{`""`, 77, ringflake.ErrIDLength},
-		{`"\u0031"`, 77, ringflake.ErrIDCharacter},
-		{`"0AM7QE674Q401"`, 77, ringflake.ErrIDCharacter},
-		{`true`, 77, ringflake.ErrIDCharacter},
-		{`"null"`, 77, ringflake.ErrIDCharacter},
-		{`{}`, 77, ringflake.ErrIDCharacter},
+		{`9223372036854775808`, 77, ringflake.ErrRange},
+		{`-1`, 77, ringflake.ErrRange},
+		{`"-1"`, 77, ringflake.ErrRange},
+		{`1.0`, 77, ringflake.ErrSyntax},
+		{`1e3`, 77, ringflake.ErrSyntax},
+		{`""`, 77, ringflake.ErrSyntax},
+		{`"\u0035"`, 5, nil},
+		{`"\u0033\u0038\u0033078035417174017"`, 383078035417174017, nil},
+		{`"1\u0032"`, 12, nil},
+		{`"\u0031\u0061"`, 77, ringflake.ErrSyntax}, // "1a"
+		{`"\/1"`, 77, ringflake.ErrSyntax},          // "/1"
+		{`"\u002D1"`, 77, ringflake.ErrRange},       // "-1"
+		{" \t\r\n\"42\" \n", 42, nil},
+		{" 42 ", 42, nil},
+		{" null ", 77, nil},
+		{`"00042"`, 42, nil},
+		{`"9223372036854775808"`, 77, ringflake.ErrRange},
+		{`18446744073709551616`, 77, ringflake.ErrRange},
+		{`-0`, 77, ringflake.ErrSyntax},
+		{`"\u0661"`, 77, ringflake.ErrSyntax}, // "١", an Arabic-Indic digit
+		{`"0AM7QE674Q401"`, 77, ringflake.ErrSyntax},
+		{`true`, 77, ringflake.ErrSyntax},
+		{`"null"`, 77, ringflake.ErrSyntax},
+		{`{}`, 77, ringflake.ErrSyntax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -98,27 +138,48 @@ func TestJSONStringOption(t *testing.T) {
 
 func TestUnmarshalJSONDirect(t *testing.T) {
 	t.Parallel()
-	// encoding/json validates its input first; a direct call need not be.
-	for _, in := range []string{``, `"`, `"1`, `1"`, ` 1`, `[1]`} {
+	// encoding/json validates its input first; a direct call need not be
+	// valid JSON, and what is not is refused as ErrSyntax.
+	for _, in := range []string{``, ` `, `"`, `"1`, `1"`, `[1]`, `"\u003"`, `"\x31"`, `"\u0031`, `"\"`,
+		`"1" "2"`, "\f1", `0123`, `00`, `-`, `+1`, `1.`, `--1`, `-01`, `nul`, `null1`, "\"1\x002\""} {
 		id := ringflake.ID(77)
 		err := id.UnmarshalJSON([]byte(in))
-		assert.Error(t, err, "UnmarshalJSON(%q)", in)
+		assert.ErrorIs(t, err, ringflake.ErrSyntax, "UnmarshalJSON(%q)", in)
+		var pe *ringflake.ParseError
+		if assert.ErrorAs(t, err, &pe, "UnmarshalJSON(%q)", in) {
+			assert.Equal(t, "UnmarshalJSON", pe.Func, "ParseError.Func")
+		}
 		assert.Equal(t, ringflake.ID(77), id, "UnmarshalJSON(%q) changed the ID on error", in)
 	}
+}
+
+func TestUnmarshalJSONDirectSpace(t *testing.T) {
+	t.Parallel()
+	// A JSON text may have white space around its value; encoding/json
+	// strips it, and a direct call takes it too.
+	for _, in := range []string{" 42", "42\n", "\t\"42\"\r\n", " \"4\u0032\" "} {
+		var id ringflake.ID
+		assert.NoError(t, id.UnmarshalJSON([]byte(in)), "UnmarshalJSON(%q)", in)
+		assert.Equal(t, ringflake.ID(42), id, "UnmarshalJSON(%q)", in)
+	}
+	id := ringflake.ID(77)
+	assert.NoError(t, id.UnmarshalJSON([]byte(" null\n")), "UnmarshalJSON of null with white space")
+	assert.Equal(t, ringflake.ID(77), id, "null with white space leaves the ID unchanged")
 }
 
 func TestMarshalNegative(t *testing.T) {
 	t.Parallel()
 	id := ringflake.ID(-5)
-	_, err := id.MarshalJSON()
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "MarshalJSON")
-	_, err = id.MarshalText()
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "MarshalText")
-	b, err := id.AppendText([]byte("x"))
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "AppendText")
-	assert.Equal(t, "x", string(b), "AppendText returns the buffer unchanged on error")
+	_, err := id.MarshalText()
+	assert.ErrorIs(t, err, ringflake.ErrRange, "MarshalText")
+	assert.EqualError(t, err, "ringflake: MarshalText -5: ID out of range: IDs are never negative")
 	_, err = json.Marshal(struct{ ID ringflake.ID }{id})
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative, "json.Marshal")
+	assert.ErrorIs(t, err, ringflake.ErrRange, "json.Marshal")
+	var pe *ringflake.ParseError
+	if assert.ErrorAs(t, err, &pe, "json.Marshal") {
+		assert.Equal(t, "MarshalText", pe.Func, "ParseError.Func")
+		assert.Equal(t, "-5", pe.Input, "ParseError.Input")
+	}
 }
 
 func TestText(t *testing.T) {
@@ -127,15 +188,14 @@ func TestText(t *testing.T) {
 		b, err := id.MarshalText()
 		require.NoError(t, err)
 		assert.Equal(t, id.String(), string(b), "MarshalText")
-		b, err = id.AppendText([]byte("id="))
-		require.NoError(t, err)
-		assert.Equal(t, "id="+id.String(), string(b), "AppendText")
 		var got ringflake.ID
-		require.NoError(t, got.UnmarshalText([]byte(id.String())))
-		assert.Equal(t, id, got, "UnmarshalText(%q)", id.String())
+		require.NoError(t, got.UnmarshalText(b))
+		assert.Equal(t, id, got, "UnmarshalText(%q)", b)
 	}
 	got := ringflake.ID(77)
-	assert.ErrorIs(t, got.UnmarshalText([]byte("x")), ringflake.ErrIDCharacter)
+	err := got.UnmarshalText([]byte("x"))
+	assert.ErrorIs(t, err, ringflake.ErrSyntax)
+	assert.EqualError(t, err, `ringflake: UnmarshalText "x": invalid ID syntax: character "x" at offset 0 is not a decimal digit`)
 	assert.Equal(t, ringflake.ID(77), got, "UnmarshalText changed the ID on error")
 }
 
@@ -154,38 +214,59 @@ func TestXML(t *testing.T) {
 	assert.Equal(t, in, out)
 }
 
-func TestTextAllocs(t *testing.T) {
-	id := ringflake.ID(math.MaxInt64)
-	buf := make([]byte, 0, 64)
+// TestUnmarshalAllocs checks that reading an ID from bytes does not copy
+// them: a JSON string without escapes, a JSON number and text.
+func TestUnmarshalAllocs(t *testing.T) {
+	for _, in := range []string{`"383078035417174017"`, `383078035417174017`} {
+		b := []byte(in)
+		var id ringflake.ID
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := id.UnmarshalJSON(b); err != nil {
+				panic(err)
+			}
+		})
+		assert.Zero(t, allocs, "UnmarshalJSON(%s) allocates", in)
+	}
+	b := []byte("383078035417174017")
+	var id ringflake.ID
 	allocs := testing.AllocsPerRun(100, func() {
-		buf, _ = id.AppendText(buf[:0])
+		if err := id.UnmarshalText(b); err != nil {
+			panic(err)
+		}
 	})
-	assert.Zero(t, allocs, "AppendText into a buffer with room allocates")
-}
-
-func ExampleID_MarshalJSON() {
-	b, _ := json.Marshal(struct {
-		ID ringflake.ID `json:"id"`
-	}{383078035417174017})
-	fmt.Println(string(b))
-	// Output: {"id":"383078035417174017"}
+	assert.Zero(t, allocs, "UnmarshalText allocates")
 }
 
 func ExampleID_UnmarshalJSON() {
 	var v struct {
 		A, B, C ringflake.ID
+		D       *ringflake.ID // nil for null
 	}
 	v.C = 7
-	// A string, a bare number, and null (which leaves C unchanged).
-	err := json.Unmarshal([]byte(`{"A":"383078035417174017","B":383078035417174018,"C":null}`), &v)
-	fmt.Println(v.A, v.B, v.C, err)
-	// Output: 383078035417174017 383078035417174018 7 <nil>
+	// A string (escapes included), a bare number, and null, which leaves C
+	// unchanged; a *ID tells null apart.
+	err := json.Unmarshal([]byte(`{"A":"383078035417174017","B":383078035417174018,"C":null,"D":null}`), &v)
+	fmt.Println(v.A, v.B, v.C, v.D, err)
+	err = json.Unmarshal([]byte(`{"A":"\u0034\u0032","D":"43"}`), &v)
+	fmt.Println(v.A, *v.D, err)
+	_, err = json.Marshal(ringflake.ID(-1))
+	fmt.Println(err)
+	// Output:
+	// 383078035417174017 383078035417174018 7 <nil> <nil>
+	// 42 43 <nil>
+	// json: error calling MarshalText for type ringflake.ID: ringflake: MarshalText -1: ID out of range: IDs are never negative
 }
 
 func ExampleID_MarshalText() {
 	b, _ := ringflake.ID(383078035417174017).MarshalText()
 	fmt.Println(string(b))
-	// Output: 383078035417174017
+	// encoding/json uses MarshalText: an ID is a JSON string, which
+	// JavaScript reads without rounding.
+	b, _ = json.Marshal(map[ringflake.ID][]ringflake.ID{1: {383078035417174017}})
+	fmt.Println(string(b))
+	// Output:
+	// 383078035417174017
+	// {"1":["383078035417174017"]}
 }
 
 func ExampleID_UnmarshalText() {
@@ -193,11 +274,4 @@ func ExampleID_UnmarshalText() {
 	err := id.UnmarshalText([]byte("383078035417174017"))
 	fmt.Println(id, err)
 	// Output: 383078035417174017 <nil>
-}
-
-func ExampleID_AppendText() {
-	buf := []byte("id=")
-	buf, _ = ringflake.ID(383078035417174017).AppendText(buf)
-	fmt.Println(string(buf))
-	// Output: id=383078035417174017
 }

@@ -3,7 +3,7 @@ package ringflake_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
+	"database/sql/driver"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -24,47 +24,51 @@ func TestScan(t *testing.T) {
 		src     any
 		want    ringflake.ID
 		wantErr error
+		msg     string // the whole error message, if not empty
 	}{
-		{"int64", int64(383078035417174017), 383078035417174017, nil},
-		{"int64 zero", int64(0), 0, nil},
-		{"int64 max", int64(math.MaxInt64), math.MaxInt64, nil},
-		{"uint64", uint64(42), 42, nil},
-		{"string", "383078035417174017", 383078035417174017, nil},
-		{"bytes", []byte("9223372036854775807"), math.MaxInt64, nil},
-		{"NULL", nil, 77, ringflake.ErrIDNull},
-		{"negative int64", int64(-1), 77, ringflake.ErrIDNegative},
-		{"uint64 2^63", uint64(1 << 63), 77, ringflake.ErrIDOverflow},
-		{"bad string", "12x", 77, ringflake.ErrIDCharacter},
-		{"empty bytes", []byte{}, 77, ringflake.ErrIDLength},
-		{"negative string", "-3", 77, ringflake.ErrIDNegative},
-		{"float64", 1.5, 77, ringflake.ErrIDType},
-		{"time", time.Unix(0, 0), 77, ringflake.ErrIDType},
-		{"bool", true, 77, ringflake.ErrIDType},
+		{"int64", int64(383078035417174017), 383078035417174017, nil, ""},
+		{"int64 zero", int64(0), 0, nil, ""},
+		{"int64 max", int64(math.MaxInt64), math.MaxInt64, nil, ""},
+		{"uint64", uint64(42), 42, nil, ""},
+		{"uint64 max", uint64(math.MaxInt64), math.MaxInt64, nil, ""},
+		{"string", "383078035417174017", 383078035417174017, nil, ""},
+		{"zero-padded string", "0000000000000000000042", 42, nil, ""},
+		{"bytes", []byte("9223372036854775807"), math.MaxInt64, nil, ""},
+		{"NULL", nil, 77, ringflake.ErrSyntax,
+			"ringflake: Scan NULL: invalid ID syntax: scan a nullable column into a sql.Null[ringflake.ID]"},
+		{"negative int64", int64(-1), 77, ringflake.ErrRange, "ringflake: Scan int64(-1): ID out of range: negative"},
+		{"uint64 2^63", uint64(1 << 63), 77, ringflake.ErrRange,
+			"ringflake: Scan uint64(9223372036854775808): ID out of range: above 2^63-1"},
+		{"bad string", "12x", 77, ringflake.ErrSyntax,
+			`ringflake: Scan "12x": invalid ID syntax: character "x" at offset 2 is not a decimal digit`},
+		{"empty bytes", []byte{}, 77, ringflake.ErrSyntax, ""},
+		{"negative string", "-3", 77, ringflake.ErrRange, ""},
+		{"string 2^63", "9223372036854775808", 77, ringflake.ErrRange, ""},
+		{"float64", 1.5, 77, ringflake.ErrSyntax,
+			"ringflake: Scan float64(1.5): invalid ID syntax: want int64, uint64, string or []byte"},
+		{"time", time.Unix(0, 0).UTC(), 77, ringflake.ErrSyntax, ""},
+		{"bool", true, 77, ringflake.ErrSyntax, ""},
+		{"int", 5, 77, ringflake.ErrSyntax, ""},
+		{"long value is cut", make([]int, 20), 77, ringflake.ErrSyntax,
+			"ringflake: Scan []int([0 0 0 0 0 0 0 0 0 0 0 0 0...: invalid ID syntax: want int64, uint64, string or []byte"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			id := ringflake.ID(77)
 			err := id.Scan(tt.src)
-			if tt.wantErr != nil {
-				assert.ErrorIs(t, err, tt.wantErr, "Scan(%#v)", tt.src)
-			} else {
-				assert.NoError(t, err, "Scan(%#v)", tt.src)
-			}
 			assert.Equal(t, tt.want, id, "ID after Scan(%#v)", tt.src)
-
-			n := ringflake.NullID{ID: 77, Valid: true}
-			err = n.Scan(tt.src)
-			switch {
-			case tt.src == nil:
-				assert.NoError(t, err, "NullID.Scan(nil)")
-				assert.Equal(t, ringflake.NullID{}, n, "NullID after Scan(nil)")
-			case tt.wantErr != nil:
-				assert.ErrorIs(t, err, tt.wantErr, "NullID.Scan(%#v)", tt.src)
-				assert.Equal(t, ringflake.NullID{ID: 77, Valid: true}, n, "NullID changed on error")
-			default:
-				assert.NoError(t, err, "NullID.Scan(%#v)", tt.src)
-				assert.Equal(t, ringflake.NullID{ID: tt.want, Valid: true}, n)
+			if tt.wantErr == nil {
+				assert.NoError(t, err, "Scan(%#v)", tt.src)
+				return
+			}
+			assert.ErrorIs(t, err, tt.wantErr, "Scan(%#v)", tt.src)
+			var pe *ringflake.ParseError
+			if assert.ErrorAs(t, err, &pe, "Scan(%#v) returns a *ParseError", tt.src) {
+				assert.Equal(t, "Scan", pe.Func, "ParseError.Func")
+			}
+			if tt.msg != "" {
+				assert.EqualError(t, err, tt.msg, "Scan(%#v)", tt.src)
 			}
 		})
 	}
@@ -75,15 +79,68 @@ func TestValue(t *testing.T) {
 	v, err := ringflake.ID(383078035417174017).Value()
 	require.NoError(t, err)
 	assert.Equal(t, int64(383078035417174017), v, "Value is an int64")
+	assert.True(t, driver.IsValue(v), "Value returns a driver.Value")
 	_, err = ringflake.ID(-1).Value()
-	assert.ErrorIs(t, err, ringflake.ErrIDNegative)
+	assert.ErrorIs(t, err, ringflake.ErrRange)
+	assert.EqualError(t, err, "ringflake: Value -1: ID out of range: IDs are never negative")
+}
 
-	v, err = ringflake.NullID{}.Value()
-	assert.NoError(t, err)
-	assert.Nil(t, v, "invalid NullID is NULL")
-	v, err = ringflake.NullID{ID: 5, Valid: true}.Value()
-	assert.NoError(t, err)
-	assert.Equal(t, int64(5), v)
+// TestSQLNull checks the nullable form that database/sql provides,
+// sql.Null[ringflake.ID]: Scan reads NULL as not valid and an ID through
+// ID.Scan, and its Value goes through driver's conversion as database/sql
+// does before handing arguments to a driver.
+func TestSQLNull(t *testing.T) {
+	t.Parallel()
+	scans := []struct {
+		name    string
+		src     any
+		want    sql.Null[ringflake.ID]
+		wantErr error
+	}{
+		{"NULL", nil, sql.Null[ringflake.ID]{}, nil},
+		{"int64", int64(42), sql.Null[ringflake.ID]{V: 42, Valid: true}, nil},
+		{"bytes", []byte("383078035417174017"), sql.Null[ringflake.ID]{V: 383078035417174017, Valid: true}, nil},
+		{"negative", int64(-1), sql.Null[ringflake.ID]{}, ringflake.ErrRange},
+		{"float64", 1.5, sql.Null[ringflake.ID]{}, ringflake.ErrSyntax},
+	}
+	for _, tt := range scans {
+		t.Run("Scan/"+tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := sql.Null[ringflake.ID]{V: 77, Valid: true}
+			err := n.Scan(tt.src)
+			if tt.wantErr != nil {
+				assert.ErrorIs(t, err, tt.wantErr, "Scan(%#v)", tt.src)
+				assert.Equal(t, ringflake.ID(77), n.V, "the ID is unchanged on error")
+				return
+			}
+			require.NoError(t, err, "Scan(%#v)", tt.src)
+			assert.Equal(t, tt.want, n, "sql.Null after Scan(%#v)", tt.src)
+		})
+	}
+	values := []struct {
+		name    string
+		in      sql.Null[ringflake.ID]
+		want    driver.Value
+		wantErr error
+	}{
+		{"NULL", sql.Null[ringflake.ID]{}, nil, nil},
+		{"NULL holding an ID", sql.Null[ringflake.ID]{V: 5}, nil, nil},
+		{"ID", sql.Null[ringflake.ID]{V: 383078035417174017, Valid: true}, int64(383078035417174017), nil},
+		{"negative", sql.Null[ringflake.ID]{V: -1, Valid: true}, nil, ringflake.ErrRange},
+	}
+	for _, tt := range values {
+		t.Run("Value/"+tt.name, func(t *testing.T) {
+			t.Parallel()
+			v, err := driver.DefaultParameterConverter.ConvertValue(tt.in)
+			if tt.wantErr != nil {
+				assert.ErrorIs(t, err, tt.wantErr, "ConvertValue(%+v)", tt.in)
+				return
+			}
+			require.NoError(t, err, "ConvertValue(%+v)", tt.in)
+			assert.Equal(t, tt.want, v, "ConvertValue(%+v)", tt.in)
+			assert.True(t, driver.IsValue(v), "ConvertValue(%+v) = %#v; want a driver.Value", tt.in, v)
+		})
+	}
 }
 
 // openDB opens a fresh SQLite database in the test's temporary directory.
@@ -107,7 +164,7 @@ func TestSQLRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 
 	for i, id := range edgeIDs {
-		opt := ringflake.NullID{ID: id, Valid: i%2 == 0}
+		opt := sql.Null[ringflake.ID]{V: id, Valid: i%2 == 0}
 		_, err := db.ExecContext(ctx, `INSERT INTO ids (id, txt, opt) VALUES (?, ?, ?)`, id, id.String(), opt)
 		require.NoError(t, err, "insert %d", id)
 	}
@@ -118,13 +175,16 @@ func TestSQLRoundTrip(t *testing.T) {
 	var got []ringflake.ID
 	for rows.Next() {
 		var id, txt ringflake.ID
-		var opt ringflake.NullID
+		var opt sql.Null[ringflake.ID]
 		var ptr *ringflake.ID
 		require.NoError(t, rows.Scan(&id, &txt, &opt, &ptr))
 		assert.Equal(t, id, txt, "text column holds the same ID")
 		i := indexOf(edgeIDs, id)
 		if assert.GreaterOrEqual(t, i, 0, "ID %d read back was never written", id) {
-			assert.Equal(t, ringflake.NullID{ID: id, Valid: i%2 == 0}.Valid, opt.Valid, "NullID validity of %d", id)
+			assert.Equal(t, i%2 == 0, opt.Valid, "sql.Null validity of %d", id)
+			if opt.Valid {
+				assert.Equal(t, id, opt.V, "sql.Null holds the ID")
+			}
 			assert.Equal(t, opt.Valid, ptr != nil, "*ID is nil exactly for NULL")
 		}
 		got = append(got, id)
@@ -135,7 +195,8 @@ func TestSQLRoundTrip(t *testing.T) {
 	// NULL into a plain ID is an error that says what to do.
 	var id ringflake.ID
 	err = db.QueryRowContext(ctx, `SELECT NULL`).Scan(&id)
-	assert.ErrorIs(t, err, ringflake.ErrIDNull, "scanning NULL into an ID")
+	assert.ErrorIs(t, err, ringflake.ErrSyntax, "scanning NULL into an ID")
+	assert.ErrorContains(t, err, "sql.Null[ringflake.ID]", "the error says what to scan into")
 }
 
 // TestSQLGenerated stores IDs from a generator and checks the database
@@ -191,7 +252,7 @@ func ExampleID_Scan() {
 	// Output:
 	// 383078035417174017 <nil>
 	// 383078035417174018 <nil>
-	// 383078035417174018 ringflake: NULL is not an ID; scan into a NullID
+	// 383078035417174018 ringflake: Scan NULL: invalid ID syntax: scan a nullable column into a sql.Null[ringflake.ID]
 }
 
 func ExampleID_Value() {
@@ -200,37 +261,9 @@ func ExampleID_Value() {
 	// Output: int64 383078035417174017 <nil>
 }
 
-func ExampleNullID() {
-	// A nullable column: NULL scans as an invalid NullID, not an error.
-	var n ringflake.NullID
-	for _, src := range []any{nil, int64(42)} {
-		err := n.Scan(src)
-		fmt.Println(n.Valid, n.ID, err)
-	}
-	v, _ := ringflake.NullID{}.Value()
-	fmt.Println(v)
-	// Output:
-	// false 0 <nil>
-	// true 42 <nil>
-	// <nil>
-}
-
-func ExampleNullID_MarshalJSON() {
-	b, _ := json.Marshal([]ringflake.NullID{{ID: 42, Valid: true}, {}})
-	fmt.Println(string(b))
-	// Output: ["42",null]
-}
-
-func ExampleNullID_UnmarshalJSON() {
-	var v []ringflake.NullID
-	err := json.Unmarshal([]byte(`["42",null,43]`), &v)
-	fmt.Println(v, err)
-	// Output: [{42 true} {0 false} {43 true}] <nil>
-}
-
 // Example_databaseSQL stores and reads IDs through database/sql: an ID
 // goes into an integer column as an int64 and scans back from it; a
-// NullID handles a nullable column.
+// sql.Null[ringflake.ID] handles a nullable column.
 func Example_databaseSQL() {
 	db, err := sql.Open("sqlite", ":memory:")
 	if err != nil {
@@ -242,13 +275,27 @@ func Example_databaseSQL() {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY, parent INTEGER)`); err != nil {
 		panic(err)
 	}
-	id, parent := ringflake.ID(383078035417174017), ringflake.NullID{}
-	if _, err := db.ExecContext(ctx, `INSERT INTO orders VALUES (?, ?)`, id, parent); err != nil {
+	id, parent := ringflake.ID(383078035417174018), sql.Null[ringflake.ID]{}
+	child := sql.Null[ringflake.ID]{V: id, Valid: true}
+	if _, err := db.ExecContext(ctx, `INSERT INTO orders VALUES (?, ?), (?, ?)`, id, parent, id+1, child); err != nil {
 		panic(err)
 	}
-	var got ringflake.ID
-	var gotParent ringflake.NullID
-	err = db.QueryRowContext(ctx, `SELECT id, parent FROM orders`).Scan(&got, &gotParent)
-	fmt.Println(got, gotParent.Valid, err)
-	// Output: 383078035417174017 false <nil>
+	rows, err := db.QueryContext(ctx, `SELECT id, parent FROM orders ORDER BY id`)
+	if err != nil {
+		panic(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var got ringflake.ID
+		var gotParent sql.Null[ringflake.ID]
+		if err := rows.Scan(&got, &gotParent); err != nil {
+			panic(err)
+		}
+		fmt.Println(got, gotParent.V, gotParent.Valid)
+	}
+	fmt.Println(rows.Err())
+	// Output:
+	// 383078035417174018 0 false
+	// 383078035417174019 383078035417174018 true
+	// <nil>
 }

@@ -58,7 +58,7 @@ func parseAnyID(s string) (ringflake.ID, error) {
 	switch {
 	case isDecimal(s):
 		return ringflake.ParseID(s)
-	case len(s) == ringflake.Base32Len:
+	case len(s) == 13: // the width of every Base32 ID
 		return ringflake.ParseBase32(s)
 	}
 	return 0, fmt.Errorf("%q is neither decimal nor 13-character base32; for a base58 ID give --format base58", s)
