@@ -6,7 +6,7 @@
 // ringflake.WithMachineIDSource.
 //
 // The sources here are plain, each checked against a maximum (the layout's
-// MaxMachine) so that an out-of-range ID fails with [ErrOutOfRange], naming
+// MaxMachine) so that an out-of-range ID fails with [ErrNotFound], naming
 // the value and the valid range:
 //
 //   - [Env]: a decimal environment variable;

@@ -24,7 +24,7 @@ import (
 // max = 2^32-1 the ID is the whole address.
 //
 // MachineID returns an error wrapping [ErrNotFound] if the host has no
-// private IPv4 address, or [ErrOutOfRange] if max is negative. It is safe
+// private IPv4 address, or [ErrNotFound] if max is negative. It is safe
 // for concurrent use.
 func PrivateIP(max int64) Source {
 	return provider{source: "private IP", max: max, get: func(context.Context) (int64, error) {
@@ -75,7 +75,7 @@ func ipID(ip netip.Addr, max int64) (int64, error) {
 // provider cannot arrange (wrap it with [FromFunc] to add an offset).
 //
 // MachineID returns an error wrapping [ErrNotFound] if the hostname does
-// not end in "-N", or [ErrOutOfRange] if N is above max. It is safe for
+// not end in "-N", or [ErrNotFound] if N is above max. It is safe for
 // concurrent use.
 func StatefulSetOrdinal(max int64) Source {
 	return provider{source: "StatefulSet ordinal", max: max, get: func(context.Context) (int64, error) {

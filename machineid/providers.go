@@ -35,7 +35,7 @@ var _ Source = provider{}
 // called; white space around it (a trailing newline from a file) is
 // ignored. MachineID returns an error wrapping [ErrNotFound] if the
 // variable is unset, empty or not such an integer, and one wrapping
-// [ErrOutOfRange] if the value is outside 0..max. It is safe for
+// [ErrNotFound] if the value is outside 0..max. It is safe for
 // concurrent use.
 func Env(name string, max int64) Source {
 	source := "env " + name
@@ -54,7 +54,7 @@ func Env(name string, max int64) Source {
 }
 
 // FromFunc adapts fn into a Source whose IDs are checked against 0..max:
-// MachineID returns fn's error, wrapped, or one wrapping [ErrOutOfRange];
+// MachineID returns fn's error, wrapped, or one wrapping [ErrNotFound];
 // with a nil fn it returns one wrapping [ErrNotFound]. It is as safe for
 // concurrent use as fn is.
 func FromFunc(max int64, fn func(ctx context.Context) (int64, error)) Source {

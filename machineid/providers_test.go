@@ -27,20 +27,20 @@ func TestProviders(t *testing.T) {
 		wantErr error
 		msg     string // a fragment the error must contain
 	}{
-		{name: "negative max", svc: machineid.Env("RF_TEST_ID", -1), wantErr: machineid.ErrOutOfRange, msg: "max machine ID = -1"},
-		{name: "env zero max", svc: machineid.Env("RF_TEST_ID", 0), wantErr: machineid.ErrOutOfRange, msg: "gave 17; valid range 0..0"},
+		{name: "negative max", svc: machineid.Env("RF_TEST_ID", -1), wantErr: machineid.ErrNotFound, msg: "max machine ID = -1"},
+		{name: "env zero max", svc: machineid.Env("RF_TEST_ID", 0), wantErr: machineid.ErrNotFound, msg: "gave 17; valid range 0..0"},
 		{name: "env", svc: machineid.Env("RF_TEST_ID", 1023), want: 17},
-		{name: "env above max", svc: machineid.Env("RF_TEST_BIG", 1023), wantErr: machineid.ErrOutOfRange, msg: "env RF_TEST_BIG gave 5000; valid range 0..1023"},
-		{name: "env negative", svc: machineid.Env("RF_TEST_NEG", 1023), wantErr: machineid.ErrOutOfRange},
+		{name: "env above max", svc: machineid.Env("RF_TEST_BIG", 1023), wantErr: machineid.ErrNotFound, msg: "env RF_TEST_BIG gave 5000; valid range 0..1023"},
+		{name: "env negative", svc: machineid.Env("RF_TEST_NEG", 1023), wantErr: machineid.ErrNotFound},
 		{name: "env unset", svc: machineid.Env("RF_TEST_UNSET_XYZ", 1023), wantErr: machineid.ErrNotFound, msg: "RF_TEST_UNSET_XYZ is not set"},
 		{name: "env blank", svc: machineid.Env("RF_TEST_EMPTY", 1023), wantErr: machineid.ErrNotFound},
 		{name: "env padded", svc: machineid.Env("RF_TEST_PADDED", 1023), want: 12},
 		{name: "env plus sign", svc: machineid.Env("RF_TEST_PLUS", 1023), wantErr: machineid.ErrNotFound, msg: `"+5" is not a decimal integer`},
 		{name: "env not a number", svc: machineid.Env("RF_TEST_WORD", 1023), wantErr: machineid.ErrNotFound, msg: `"seven" is not a decimal integer`},
 		{name: "func", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 31, nil }), want: 31},
-		{name: "func above max", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 32, nil }), wantErr: machineid.ErrOutOfRange, msg: "valid range 0..31"},
+		{name: "func above max", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 32, nil }), wantErr: machineid.ErrNotFound, msg: "valid range 0..31"},
 		{name: "func max", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 0, nil }), want: 0},
-		{name: "func negative", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return -1, nil }), wantErr: machineid.ErrOutOfRange, msg: "gave -1"},
+		{name: "func negative", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return -1, nil }), wantErr: machineid.ErrNotFound, msg: "gave -1"},
 		{name: "nil func", svc: machineid.FromFunc(1023, nil), wantErr: machineid.ErrNotFound, msg: "nil func"},
 		{name: "func error", svc: machineid.FromFunc(31, func(context.Context) (int64, error) { return 0, boom }), wantErr: boom},
 	}
