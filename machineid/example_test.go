@@ -17,7 +17,7 @@ func ExampleEnv() {
 	fmt.Println(err)
 	// Output:
 	// 12 <nil>
-	// machineid: no machine ID found: EXAMPLE_UNSET is not set
+	// machineid: no usable machine ID: EXAMPLE_UNSET is not set
 }
 
 func ExampleFromFunc() {
@@ -35,5 +35,5 @@ func ExampleFromFunc() {
 	fmt.Println(err)
 	// Output:
 	// 515 <nil>
-	// machineid: machine ID out of range: func gave 1024; valid range 0..1023
+	// machineid: no usable machine ID: func gave 1024; valid range 0..1023
 }
