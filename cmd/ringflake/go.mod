@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/ringflake/ringflake v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake/machineid_redis v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.11.1
 	golang.org/x/sync v0.22.0
 )
@@ -18,4 +19,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-replace github.com/ringflake/ringflake => ../../
+replace (
+	github.com/ringflake/ringflake => ../../
+	github.com/ringflake/ringflake/machineid_redis => ../../machineid_redis
+)
