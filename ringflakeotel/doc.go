@@ -1,0 +1,44 @@
+// Package ringflakeotel reports a ringflake generator's statistics and
+// lease state as OpenTelemetry metrics. It is a module of its own, so that
+// the core module does not depend on OpenTelemetry.
+//
+// [Register] creates asynchronous instruments on a [metric.MeterProvider]
+// and one callback that observes them all from
+// [ringflake.Generator.Stats] and [ringflake.Generator.Lease] when a
+// reader collects; nothing is added to the path that issues IDs:
+//
+//	reg, err := ringflakeotel.Register(g, provider)
+//	...
+//	defer reg.Unregister()
+//
+// The instruments, each with the attributes of [WithAttributes]:
+//
+//	name                                   instrument       unit
+//	ringflake.ids.issued                   Int64 counter    {id}
+//	ringflake.spare_ids.issued             Int64 counter    {id}         from the spare sequence, clock behind
+//	ringflake.clock.step_backs             Int64 counter    {step_back}
+//	ringflake.clock.largest_step_back      Float64 gauge    s
+//	ringflake.waits                        Int64 counter    {call}       calls that waited
+//	ringflake.wait.time                    Float64 counter  s            their total wait
+//	ringflake.failures                     Int64 counter    {call}       failed calls, by error.type
+//	ringflake.lease.held                   Int64 gauge                   1 if the machine ID is held, else 0
+//	ringflake.machine.id                   Int64 gauge                   the machine ID, -1 if none
+//	ringflake.lease.confirmed_mark_ahead   Float64 gauge    s            Lease.Until minus now
+//	ringflake.lease.inherited_mark_ahead   Float64 gauge    s            Lease.After minus now, at least 0
+//
+// The counters are observable counters (monotonic, cumulative) and the
+// gauges observable gauges. The error.type attribute of ringflake.failures
+// is one of before_epoch, time_overflow, clock_behind, sequence_exhausted,
+// mark_ahead and lease_lost, for the errors [ringflake.ErrClockBeforeEpoch],
+// [ringflake.ErrTimeOverflow], [ringflake.ErrClockBehind],
+// [ringflake.ErrSequenceExhausted], [ringflake.ErrMarkAhead] and
+// [ringflake.ErrLeaseLost]; every value is observed, zero included.
+//
+// A fixed machine ID is always held and has no marks: the confirmed-mark
+// gauge is not observed and the inherited one is 0. With a leased ID, a
+// confirmed mark that comes near 0 means renewals are failing, and a
+// negative one that the generator is refusing to issue until a renewal
+// raises it; an inherited mark above 0 means the generator waits for the
+// clock to pass the time up to which the ID's previous holder may have
+// issued.
+package ringflakeotel

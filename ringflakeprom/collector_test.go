@@ -1,0 +1,343 @@
+package ringflakeprom_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
+	"github.com/ringflake/ringflake/ringflakeprom"
+)
+
+// small is a layout whose ticks hold 16 IDs and whose range ends after
+// 4096 ticks, so that exhaustion and overflow are easy to reach.
+var small = ringflake.Layout{
+	TimeBits: 12, MachineBits: 47, SequenceBits: 4,
+	Epoch: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), Tick: time.Millisecond,
+}
+
+// at returns the instant of tick n of small.
+func at(n int64) time.Time { return small.Epoch.Add(time.Duration(n) * small.Tick) }
+
+// clock is a manual clock, safe for concurrent use.
+type clock struct{ ns atomic.Int64 }
+
+func newClock(t time.Time) *clock {
+	c := &clock{}
+	c.Set(t)
+	return c
+}
+
+func (c *clock) Now() time.Time  { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
+
+// leaser is a machineid.Leaser whose lease the test sets.
+type leaser struct {
+	mu    sync.Mutex // protects lease and watch, and keeps calls to watch from overlapping
+	lease machineid.Lease
+	watch func(machineid.Lease)
+}
+
+func (l *leaser) MachineID(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lease.ID, nil
+}
+
+func (l *leaser) Watch(fn func(machineid.Lease)) (stop func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watch = fn
+	fn(l.lease)
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.watch = nil
+	}
+}
+
+func (l *leaser) Release(time.Time) error { return nil }
+
+// set changes the lease and tells the watcher, as a renewal would.
+func (l *leaser) set(lease machineid.Lease) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lease = lease
+	if l.watch != nil {
+		l.watch(lease)
+	}
+}
+
+// scrape serves reg through promhttp and returns the samples of its text
+// exposition, keyed by name and labels as in `name{k="v"}`, and the type of
+// each family.
+func scrape(t *testing.T, reg *prometheus.Registry) (map[string]float64, map[string]dto.MetricType) {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err, "the exposition parses")
+	samples, types := map[string]float64{}, map[string]dto.MetricType{}
+	for name, f := range families {
+		types[name] = f.GetType()
+		for _, m := range f.GetMetric() {
+			samples[key(name, m.GetLabel())] = value(f.GetType(), m)
+		}
+	}
+	return samples, types
+}
+
+func key(name string, labels []*dto.LabelPair) string {
+	if len(labels) == 0 {
+		return name
+	}
+	var kv []string
+	for _, l := range labels {
+		kv = append(kv, l.GetName()+`="`+l.GetValue()+`"`)
+	}
+	sort.Strings(kv)
+	return name + "{" + strings.Join(kv, ",") + "}"
+}
+
+func value(typ dto.MetricType, m *dto.Metric) float64 {
+	if typ == dto.MetricType_COUNTER {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
+}
+
+// failures returns the failure counters' samples with the given counts by
+// reason; reasons not given are 0.
+func failures(counts map[string]float64) map[string]float64 {
+	m := map[string]float64{}
+	for _, r := range []string{"before_epoch", "time_overflow", "clock_behind", "sequence_exhausted", "mark_ahead", "lease_lost"} {
+		m[`ringflake_failures_total{reason="`+r+`"}`] = counts[r]
+	}
+	return m
+}
+
+// merge returns the union of ms; later maps win.
+func merge(ms ...map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestCollectorAfterTraffic(t *testing.T) {
+	t.Parallel()
+	clk := newClock(at(100))
+	g, err := ringflake.New(ringflake.WithMachineID(7), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	defer g.Close()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(clk.Now))))
+
+	issue := func(n int) {
+		t.Helper()
+		for range n {
+			_, err := g.NextID()
+			require.NoError(t, err)
+		}
+	}
+	// Each kind fails a different number of times, so a swapped reason shows.
+	fail := func(n int, want error) {
+		t.Helper()
+		for range n {
+			_, err := g.NextID()
+			require.ErrorIs(t, err, want)
+		}
+	}
+	issue(10)
+	clk.Set(at(50)) // back 50 ticks
+	issue(5)
+	clk.Set(at(40)) // further back: the same step back, now 60 ticks
+	issue(16)
+	fail(3, ringflake.ErrClockBehind) // tick 40's spare sequence is used up
+	clk.Set(at(100))
+	issue(6) // the rest of tick 100
+	fail(4, ringflake.ErrSequenceExhausted)
+	clk.Set(small.Epoch.Add(-time.Millisecond))
+	fail(1, ringflake.ErrClockBeforeEpoch)
+	clk.Set(at(5000)) // past the range's 4096 ticks
+	fail(2, ringflake.ErrTimeOverflow)
+
+	samples, types := scrape(t, reg)
+	assert.Equal(t, merge(map[string]float64{
+		"ringflake_ids_issued_total":                   37,
+		"ringflake_spare_ids_issued_total":             21, // 5 at tick 50, 16 at tick 40
+		"ringflake_clock_step_backs_total":             1,
+		"ringflake_clock_largest_step_back_seconds":    0.06,
+		"ringflake_waits_total":                        0, // MaxWait 0 never waits
+		"ringflake_wait_seconds_total":                 0,
+		"ringflake_lease_held":                         1, // a fixed ID is always held,
+		"ringflake_machine_id":                         7,
+		"ringflake_lease_inherited_mark_ahead_seconds": 0, // without marks
+	}, failures(map[string]float64{"before_epoch": 1, "time_overflow": 2, "clock_behind": 3, "sequence_exhausted": 4})), samples)
+	assert.Equal(t, map[string]dto.MetricType{
+		"ringflake_ids_issued_total":                   dto.MetricType_COUNTER,
+		"ringflake_spare_ids_issued_total":             dto.MetricType_COUNTER,
+		"ringflake_clock_step_backs_total":             dto.MetricType_COUNTER,
+		"ringflake_clock_largest_step_back_seconds":    dto.MetricType_GAUGE,
+		"ringflake_waits_total":                        dto.MetricType_COUNTER,
+		"ringflake_wait_seconds_total":                 dto.MetricType_COUNTER,
+		"ringflake_failures_total":                     dto.MetricType_COUNTER,
+		"ringflake_lease_held":                         dto.MetricType_GAUGE,
+		"ringflake_machine_id":                         dto.MetricType_GAUGE,
+		"ringflake_lease_inherited_mark_ahead_seconds": dto.MetricType_GAUGE,
+	}, types, "no confirmed-mark gauge without a limit")
+}
+
+func TestCollectorWaits(t *testing.T) {
+	t.Parallel()
+	clk := newClock(at(100)) // frozen: a wait for the next tick never ends
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(2*time.Millisecond))
+	require.NoError(t, err)
+	defer g.Close()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(clk.Now))))
+	dst := make([]ringflake.ID, 17)
+	n, err := g.NextN(dst)
+	require.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
+	require.Equal(t, 16, n, "a frozen clock fills one tick")
+
+	samples, _ := scrape(t, reg)
+	s := g.Stats()
+	require.Positive(t, s.WaitTime, "the call waited")
+	assert.Equal(t, 1.0, samples["ringflake_waits_total"])
+	assert.Equal(t, s.WaitTime.Seconds(), samples["ringflake_wait_seconds_total"], "the wait in seconds")
+	assert.Equal(t, 1.0, samples[`ringflake_failures_total{reason="sequence_exhausted"}`])
+}
+
+func TestCollectorLease(t *testing.T) {
+	t.Parallel()
+	clk := newClock(at(100))
+	l := &leaser{lease: machineid.Lease{ID: 7, Held: true, After: at(90), Until: at(300)}}
+	g, err := ringflake.New(ringflake.WithMachineIDSource(l), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	defer g.Close()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(clk.Now))))
+	lease := func() map[string]float64 {
+		t.Helper()
+		samples, _ := scrape(t, reg)
+		out := map[string]float64{}
+		for k, v := range samples {
+			if strings.HasPrefix(k, "ringflake_lease_") || k == "ringflake_machine_id" || strings.HasPrefix(k, "ringflake_failures_total") && v != 0 {
+				out[k] = v
+			}
+		}
+		return out
+	}
+
+	assert.Equal(t, map[string]float64{
+		"ringflake_lease_held":                         1,
+		"ringflake_machine_id":                         7,
+		"ringflake_lease_confirmed_mark_ahead_seconds": 0.2,
+		"ringflake_lease_inherited_mark_ahead_seconds": 0, // passed
+	}, lease(), "held, inherited mark passed")
+
+	l.set(machineid.Lease{ID: 7, Held: true, After: at(150), Until: at(400)})
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrMarkAhead)
+	assert.Equal(t, map[string]float64{
+		"ringflake_lease_held":                          1,
+		"ringflake_machine_id":                          7,
+		"ringflake_lease_confirmed_mark_ahead_seconds":  0.3,
+		"ringflake_lease_inherited_mark_ahead_seconds":  0.05,
+		`ringflake_failures_total{reason="mark_ahead"}`: 1,
+	}, lease(), "held, inherited mark ahead")
+
+	clk.Set(at(500))
+	l.set(machineid.Lease{ID: 7, Held: true, Until: at(450)})
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
+	assert.Equal(t, map[string]float64{
+		"ringflake_lease_held":                          1,
+		"ringflake_machine_id":                          7,
+		"ringflake_lease_confirmed_mark_ahead_seconds":  -0.05,
+		"ringflake_lease_inherited_mark_ahead_seconds":  0,
+		`ringflake_failures_total{reason="mark_ahead"}`: 1,
+		`ringflake_failures_total{reason="lease_lost"}`: 1,
+	}, lease(), "held, clock past the confirmed mark")
+
+	l.set(machineid.Lease{ID: 7, Err: errors.New("store unreachable")})
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
+	assert.Equal(t, map[string]float64{
+		"ringflake_lease_held":                          0,
+		"ringflake_machine_id":                          7,
+		"ringflake_lease_inherited_mark_ahead_seconds":  0,
+		`ringflake_failures_total{reason="mark_ahead"}`: 1,
+		`ringflake_failures_total{reason="lease_lost"}`: 2,
+	}, lease(), "not held, no marks")
+
+	require.NoError(t, g.Close())
+	assert.Equal(t, map[string]float64{
+		"ringflake_lease_held":                          0,
+		"ringflake_machine_id":                          -1,
+		"ringflake_lease_inherited_mark_ahead_seconds":  0,
+		`ringflake_failures_total{reason="mark_ahead"}`: 1,
+		`ringflake_failures_total{reason="lease_lost"}`: 2,
+	}, lease(), "closed")
+}
+
+func TestCollectorConstLabels(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	for _, name := range []string{"orders", "users"} {
+		g, err := ringflake.New(ringflake.WithMachineID(1))
+		require.NoError(t, err)
+		defer g.Close()
+		_, err = g.NextID()
+		require.NoError(t, err)
+		require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithConstLabels(prometheus.Labels{"generator": name}))))
+	}
+	g, err := ringflake.New(ringflake.WithMachineID(2))
+	require.NoError(t, err)
+	defer g.Close()
+	assert.Error(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithConstLabels(prometheus.Labels{"generator": "orders"}))),
+		"a second collector with the same labels is refused")
+
+	samples, _ := scrape(t, reg)
+	assert.Equal(t, 1.0, samples[`ringflake_ids_issued_total{generator="orders"}`])
+	assert.Equal(t, 1.0, samples[`ringflake_ids_issued_total{generator="users"}`])
+	v, ok := samples[`ringflake_failures_total{generator="users",reason="lease_lost"}`]
+	assert.True(t, ok, "the const label combines with reason")
+	assert.Zero(t, v)
+}
+
+func TestCollectorLint(t *testing.T) {
+	t.Parallel()
+	g, err := ringflake.New(ringflake.WithMachineID(1))
+	require.NoError(t, err)
+	defer g.Close()
+	problems, err := testutil.CollectAndLint(ringflakeprom.NewCollector(g))
+	require.NoError(t, err)
+	assert.Empty(t, problems, "names and help follow the Prometheus conventions")
+}

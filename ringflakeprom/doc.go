@@ -1,0 +1,40 @@
+// Package ringflakeprom exports a ringflake generator's statistics and lease
+// state to Prometheus. It is a module of its own, so that the core module
+// does not depend on the Prometheus client.
+//
+// Register a [Collector] for each generator:
+//
+//	prometheus.MustRegister(ringflakeprom.NewCollector(g))
+//
+// The Collector reads [ringflake.Generator.Stats] and
+// [ringflake.Generator.Lease] when it is collected, at scrape time, and
+// touches nothing on the path that issues IDs. The metrics, each with the
+// constant labels of [WithConstLabels]:
+//
+//	ringflake_ids_issued_total                     counter  IDs issued
+//	ringflake_spare_ids_issued_total               counter  IDs from the spare sequence, clock behind
+//	ringflake_clock_step_backs_total               counter  steps back of the clock
+//	ringflake_clock_largest_step_back_seconds      gauge    the largest step back
+//	ringflake_waits_total                          counter  calls that waited
+//	ringflake_wait_seconds_total                   counter  their total wait
+//	ringflake_failures_total{reason}               counter  failed calls, by error
+//	ringflake_lease_held                           gauge    1 if the machine ID is held, else 0
+//	ringflake_machine_id                           gauge    the machine ID, -1 if none
+//	ringflake_lease_confirmed_mark_ahead_seconds   gauge    Lease.Until minus now
+//	ringflake_lease_inherited_mark_ahead_seconds   gauge    Lease.After minus now, at least 0
+//
+// The reason label is one of before_epoch, time_overflow, clock_behind,
+// sequence_exhausted, mark_ahead and lease_lost, for the errors
+// [ringflake.ErrClockBeforeEpoch], [ringflake.ErrTimeOverflow],
+// [ringflake.ErrClockBehind], [ringflake.ErrSequenceExhausted],
+// [ringflake.ErrMarkAhead] and [ringflake.ErrLeaseLost]; every reason is
+// sent, zero included, so that rates start from the first scrape.
+//
+// A fixed machine ID is always held and has no marks: the confirmed-mark
+// gauge is absent and the inherited one is 0. With a leased ID, a
+// confirmed mark that comes near 0 means renewals are failing, and a
+// negative one that the generator is refusing to issue until a renewal
+// raises it; an inherited mark above 0 means the generator waits for the
+// clock to pass the time up to which the ID's previous holder may have
+// issued.
+package ringflakeprom
