@@ -88,10 +88,7 @@ func checkSim(fs *flag.FlagSet, c simConfig) error {
 // report prints the summary table and the timeline.
 func report(stdout io.Writer, c simConfig, res []laneResult) error {
 	w := bufio.NewWriter(stdout)
-	slots := "slots"
-	if c.ring == 1 {
-		slots = "slot"
-	}
+	slots := plural(c.ring, "slot")
 	fmt.Fprintf(w, "clock steps back %v at %v into a %v run; %s requests to each generator (%d each); ring %d %s (%v)\n\n",
 		c.rollback, c.stepAt, c.duration, strconv.FormatFloat(c.rate, 'f', -1, 64)+"/s", c.requests(), c.ring, slots,
 		time.Duration(c.ring)*time.Millisecond)
@@ -144,4 +141,12 @@ func bar(r rowCount) string {
 		x = min(x, barWidth-1)
 	}
 	return strings.Repeat("#", barWidth-x) + strings.Repeat("x", x)
+}
+
+// plural returns noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
