@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,6 +175,75 @@ func TestWriteChartNoStep(t *testing.T) {
 		assert.NotEqual(t, "step", n.attr("class"), "no step line")
 		assert.NotEqual(t, "behind", n.attr("class"), "no bucket behind")
 	})
+}
+
+// The command writes the chart of the run its table reports.
+func TestSimulateCommandSVG(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "step.svg")
+	code, stdout, stderr := invoke("simulate", "--rollback", "20ms", "--rate", "2000/s", "--duration", "60ms",
+		"--ring", "64", "--svg", path)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	svg, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lanes := chartBuckets(t, parseChart(t, svg))
+	var served, failed []string
+	for _, name := range []string{"ringflake", "strict"} {
+		var sum rowCount
+		for _, b := range lanes[name] {
+			sum.add(b)
+		}
+		served = append(served, strconv.Itoa(sum.served))
+		failed = append(failed, strconv.Itoa(sum.failed))
+	}
+	assert.Contains(t, stdout, "\nIDs served "+strings.Repeat(" ", 11), "table printed too")
+	for _, line := range strings.Split(stdout, "\n") {
+		switch f := strings.Fields(line); {
+		case strings.HasPrefix(line, "IDs served"):
+			assert.Equal(t, served, f[2:], "table's IDs served = chart's")
+		case strings.HasPrefix(line, "errors"):
+			assert.Equal(t, failed, f[1:], "table's errors = chart's failed")
+		}
+	}
+}
+
+func TestSimulateSVGErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		path string
+		want string // the start of the one line on stderr
+	}{
+		{"missing directory", filepath.Join(dir, "missing", "x.svg"), "ringflake: simulate: --svg: open " + filepath.Join(dir, "missing", "x.svg") + ": "},
+		{"a directory", dir, "ringflake: simulate: --svg: open " + dir + ": "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := invoke("simulate", "--duration", "10ms", "--svg", tt.path)
+			assert.Equal(t, 1, code, "exit status for a file that cannot be written")
+			assert.Empty(t, stdout, "no table: the run does not start")
+			assert.True(t, strings.HasPrefix(stderr, tt.want), "stderr %q; want it to start %q", stderr, tt.want)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %q", stderr)
+		})
+	}
+}
+
+// A chart that cannot be written in full is removed, not left half done.
+func TestSaveChartRemovesAFailedChart(t *testing.T) {
+	t.Parallel()
+	c := virtualSim(0, 1000, 4096)
+	res, err := simulate(c)
+	require.NoError(t, err)
+	f, err := os.Create(filepath.Join(t.TempDir(), "x.svg"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	err = saveChart(f, c, res) // every write fails: the file is closed
+	assert.ErrorIs(t, err, os.ErrClosed)
+	assert.ErrorContains(t, err, "simulate: writing the chart: ")
+	assert.NoFileExists(t, f.Name())
+	assert.NoError(t, saveChart(nil, c, res), "no --svg, nothing to save")
 }
 
 func TestNiceScale(t *testing.T) {
