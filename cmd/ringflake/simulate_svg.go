@@ -72,6 +72,7 @@ func (ch chart) text(x, y float64, attrs, s string) {
 	fmt.Fprintf(ch.w, "<text x=\"%.1f\" y=\"%.1f\" %s>%s</text>\n", x, y, attrs, html.EscapeString(s))
 }
 
+// header writes the root element, the title, the scenario and the legend.
 func (ch chart) header() {
 	c := ch.c
 	fmt.Fprintf(ch.w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" `+
