@@ -6,9 +6,10 @@
 //	ringflake gen -n N --redis ADDR       the same, with a machine ID leased from Redis
 //	ringflake decode ID...                print the time, machine and sequence of each ID
 //	ringflake simulate [--rollback D]     replay a clock step-back against ringflake and a strict Snowflake
+//	ringflake simulate --svg FILE         the same, and draw it as an SVG chart in FILE
 //
 // Bad input exits with status 2 and a one-line reason on stderr; a failure
-// while generating exits with status 1.
+// while generating, or writing the chart, exits with status 1.
 package main
 
 import (
@@ -36,8 +37,9 @@ commands:
   decode ID...                print the time, machine and sequence of each ID
                               (decimal or Base32; Base58 with --format base58)
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
-                              step a clock back and compare ringflake with a
+      [--max-wait D]          step a clock back and compare ringflake with a
                               strict Snowflake under the same load
+      [--svg FILE]            also draw the run as an SVG chart in FILE
 
 Run "ringflake <command> -h" for a command's flags.`
 

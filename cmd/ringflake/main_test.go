@@ -60,6 +60,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"simulate under one request", []string{"simulate", "--rate", "0.5/s", "--duration", "1s"},
 			"ringflake: simulate: --rate × --duration is less than one request"},
 		{"simulate max wait", []string{"simulate", "--max-wait", "-1ms"}, "ringflake: simulate: --max-wait = -1ms; want 0 or more"},
+		{"simulate empty svg", []string{"simulate", "--svg", ""}, `ringflake: simulate: --svg = ""; want a file name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -44,8 +45,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long the load runs")
 	fs.IntVar(&c.ring, "ring", ringflake.DefaultRingSize, "ringflake's ring size in slots (1 ms each)")
 	fs.DurationVar(&c.maxWait, "max-wait", ringflake.DefaultMaxWait, "how long one call may wait, for both generators")
+	svg := fs.String("svg", "", "also write the timeline as an SVG chart to `FILE`")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: ringflake simulate [--rollback D] [--rate N/s] [--duration D] [--ring N] [--max-wait D]")
+		fmt.Fprintln(fs.Output(), "usage: ringflake simulate [--rollback D] [--rate N/s] [--duration D] [--ring N] [--max-wait D] [--svg FILE]")
 		fmt.Fprintln(fs.Output(), "Steps an injected clock back and compares ringflake with a strict Snowflake under the same load.")
 		fs.PrintDefaults()
 	}
@@ -57,11 +59,70 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := checkSim(fs, c); err != nil {
 		return err
 	}
+	// The chart's file is created before the run, so that a path that
+	// cannot be written fails at once rather than after the run.
+	chart, err := createChart(*svg)
+	if err != nil {
+		return err
+	}
 	res, err := simulate(c)
 	if err != nil {
+		discardChart(chart)
 		return usageError("simulate: %v", err)
 	}
+	// The chart goes first: a report cut short by a closed pipe does not
+	// lose it.
+	if err := saveChart(chart, c, res); err != nil {
+		return err
+	}
 	return report(stdout, c, res)
+}
+
+// createChart creates the file --svg names, or returns nil for no --svg.
+func createChart(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	// Write-only: opened read-write, a pipe such as /dev/stdout would be
+	// its own reader, and a write to it would block once nobody else reads.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: --svg: %w", err)
+	}
+	return f, nil
+}
+
+// discardChart closes f, if there is one, and removes it.
+func discardChart(f *os.File) {
+	if f != nil {
+		f.Close()
+		removeChart(f.Name())
+	}
+}
+
+// removeChart removes the chart at path if it is a regular file; --svg
+// may name a device, such as /dev/stdout, which is not to be removed.
+func removeChart(path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		os.Remove(path)
+	}
+}
+
+// saveChart writes the chart of res to f, if there is one, and closes f.
+// If either fails it removes f, so no partial chart is left behind.
+func saveChart(f *os.File, c simConfig, res []laneResult) error {
+	if f == nil {
+		return nil
+	}
+	err := writeChart(f, c, res)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		removeChart(f.Name())
+		return fmt.Errorf("simulate: writing the chart: %w", err)
+	}
+	return nil
 }
 
 // checkSim validates a simulation's flags, one line per failure.
@@ -69,6 +130,8 @@ func checkSim(fs *flag.FlagSet, c simConfig) error {
 	switch {
 	case fs.NArg() > 0:
 		return usageError("simulate: unexpected argument %q", fs.Arg(0))
+	case isSetEmpty(fs, "svg"):
+		return usageError(`simulate: --svg = ""; want a file name`)
 	case c.rollback < 0:
 		return usageError("simulate: --rollback = %v; want 0 or more", c.rollback)
 	case c.duration <= 0 || c.duration > maxSimDuration:
@@ -85,13 +148,17 @@ func checkSim(fs *flag.FlagSet, c simConfig) error {
 	return nil
 }
 
+// isSetEmpty reports whether the flag name was given, as an empty string.
+func isSetEmpty(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name && f.Value.String() == "" })
+	return set
+}
+
 // report prints the summary table and the timeline.
 func report(stdout io.Writer, c simConfig, res []laneResult) error {
 	w := bufio.NewWriter(stdout)
-	slots := "slots"
-	if c.ring == 1 {
-		slots = "slot"
-	}
+	slots := plural(c.ring, "slot")
 	fmt.Fprintf(w, "clock steps back %v at %v into a %v run; %s requests to each generator (%d each); ring %d %s (%v)\n\n",
 		c.rollback, c.stepAt, c.duration, strconv.FormatFloat(c.rate, 'f', -1, 64)+"/s", c.requests(), c.ring, slots,
 		time.Duration(c.ring)*time.Millisecond)
@@ -144,4 +211,12 @@ func bar(r rowCount) string {
 		x = min(x, barWidth-1)
 	}
 	return strings.Repeat("#", barWidth-x) + strings.Repeat("x", x)
+}
+
+// plural returns noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }

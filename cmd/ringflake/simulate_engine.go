@@ -35,10 +35,23 @@ func (c simConfig) due(i int) time.Duration {
 	return time.Duration(float64(i) / c.rate * float64(time.Second))
 }
 
-// row returns the timeline row of a request scheduled at d.
-func (c simConfig) row(d time.Duration) int {
-	return min(int(int64(d)*int64(c.rows)/int64(c.duration)), c.rows-1)
+// bucketsPerRow is how many chart buckets make one timeline row. Requests
+// are counted by bucket and a row is the sum of its buckets, so the chart
+// and the table show the same counts.
+const bucketsPerRow = 5
+
+// buckets returns how many chart buckets the run has.
+func (c simConfig) buckets() int { return c.rows * bucketsPerRow }
+
+// bucket returns the chart bucket of a request scheduled at d. Its row is
+// bucket(d) / bucketsPerRow: floor(floor(x*k)/k) is floor(x).
+func (c simConfig) bucket(d time.Duration) int {
+	n := c.buckets()
+	return min(int(int64(d)*int64(n)/int64(c.duration)), n-1)
 }
+
+// bucketWidth returns how much of the run one chart bucket covers.
+func (c simConfig) bucketWidth() time.Duration { return c.duration / time.Duration(c.buckets()) }
 
 // pacer is the simulation's notion of elapsed time.
 type pacer interface {
@@ -118,12 +131,24 @@ type laneResult struct {
 	longest      time.Duration // the longest single call
 	dups         int           // IDs served more than once
 	firstErr     error
-	rows         []rowCount
+	buckets      []rowCount // by when requests were due; the chart draws them
+	rows         []rowCount // the timeline's rows, each bucketsPerRow buckets added up
 }
 
-// rowCount is one timeline row of a lane.
+// rowCount is what a lane did with the requests due in one stretch of the
+// run: a chart bucket or a timeline row.
 type rowCount struct {
-	served, failed, behind int
+	served, failed int
+	behind         int           // requests due while the clock was behind (scheduledBehind)
+	longest        time.Duration // the longest single call
+}
+
+// add counts o's requests in r too.
+func (r *rowCount) add(o rowCount) {
+	r.served += o.served
+	r.failed += o.failed
+	r.behind += o.behind
+	r.longest = max(r.longest, o.longest)
 }
 
 // lane is one generator under load, with its own clock of the common
@@ -227,7 +252,7 @@ type tally struct {
 }
 
 func (c simConfig) newTally(capacity int) *tally {
-	return &tally{r: laneResult{rows: make([]rowCount, c.rows)}, ids: make([]ringflake.ID, 0, capacity)}
+	return &tally{r: laneResult{buckets: make([]rowCount, c.buckets())}, ids: make([]ringflake.ID, 0, capacity)}
 }
 
 // call sends request i to l and counts it in t. An ID served while the
@@ -238,14 +263,14 @@ func (c simConfig) call(l lane, i int, t *tally) {
 	behind := l.clock.behind()
 	t0 := time.Now()
 	id, err := l.next()
-	t.r.longest = max(t.r.longest, time.Since(t0))
-	row := &t.r.rows[c.row(due)]
+	b := &t.r.buckets[c.bucket(due)]
+	b.longest = max(b.longest, time.Since(t0))
 	if c.scheduledBehind(due) {
-		row.behind++
+		b.behind++
 	}
 	if err != nil {
 		t.r.failed++
-		row.failed++
+		b.failed++
 		if behind {
 			t.r.failedBehind++
 		}
@@ -255,7 +280,7 @@ func (c simConfig) call(l lane, i int, t *tally) {
 		return
 	}
 	t.r.served++
-	row.served++
+	b.served++
 	if behind {
 		t.r.spare++
 	}
@@ -263,8 +288,9 @@ func (c simConfig) call(l lane, i int, t *tally) {
 }
 
 // merge adds up the workers' tallies and checks every ID for duplicates.
+// The timeline's rows and the longest call come from the buckets.
 func (c simConfig) merge(name string, ts []*tally) laneResult {
-	r := laneResult{name: name, rows: make([]rowCount, c.rows)}
+	r := laneResult{name: name, buckets: make([]rowCount, c.buckets()), rows: make([]rowCount, c.rows)}
 	firstIdx := 0
 	var ids []ringflake.ID
 	for _, t := range ts {
@@ -272,20 +298,21 @@ func (c simConfig) merge(name string, ts []*tally) laneResult {
 		r.failed += t.r.failed
 		r.spare += t.r.spare
 		r.failedBehind += t.r.failedBehind
-		r.longest = max(r.longest, t.r.longest)
 		if t.r.firstErr != nil && (r.firstErr == nil || t.firstIdx < firstIdx) {
 			r.firstErr, firstIdx = t.r.firstErr, t.firstIdx
 		}
-		for k, row := range t.r.rows {
-			r.rows[k].served += row.served
-			r.rows[k].failed += row.failed
-			r.rows[k].behind += row.behind
+		for k, b := range t.r.buckets {
+			r.buckets[k].add(b)
 		}
 		if ids == nil {
 			ids = t.ids
 		} else {
 			ids = append(ids, t.ids...)
 		}
+	}
+	for k, b := range r.buckets {
+		r.rows[k/bucketsPerRow].add(b)
+		r.longest = max(r.longest, b.longest)
 	}
 	r.dups = duplicates(ids)
 	return r

@@ -51,6 +51,11 @@ func TestSimulateVirtual(t *testing.T) {
 					rows.failed += row.failed
 				}
 				assert.Equal(t, rowCount{served: r.served, failed: r.failed}, rows, "%s: timeline adds up", r.name)
+				var longest time.Duration
+				for _, b := range r.buckets {
+					longest = max(longest, b.longest)
+				}
+				assert.Equal(t, r.longest, longest, "%s: longest call is the buckets' longest", r.name)
 			}
 			// The strict generator fails exactly while the clock is behind,
 			// and ringflake serves those requests from spare space.
@@ -73,6 +78,29 @@ func TestSimulateVirtual(t *testing.T) {
 				assert.Equal(t, n, rf.served)
 			}
 		})
+	}
+}
+
+// A timeline row is the sum of its buckets, so a request's bucket must lie
+// in the row its due time falls in, for any duration and row count.
+func TestBucketsNestInRows(t *testing.T) {
+	t.Parallel()
+	for _, c := range []simConfig{
+		{duration: 3 * time.Second, rows: simRows},
+		{duration: 60 * time.Millisecond, rows: simRows},
+		{duration: 7*time.Millisecond + 3, rows: 3},
+		{duration: 10 * time.Minute, rows: 18},
+	} {
+		last := 0
+		for i := range int64(10_000) {
+			d := time.Duration(i * int64(c.duration) / 9_999)
+			row := min(int(int64(d)*int64(c.rows)/int64(c.duration)), c.rows-1)
+			b := c.bucket(d)
+			require.Equal(t, row, b/bucketsPerRow, "bucket(%v) = %d in a %v run with %d rows", d, b, c.duration, c.rows)
+			require.GreaterOrEqual(t, b, last, "bucket(%v) goes back", d)
+			last = b
+		}
+		assert.Equal(t, c.buckets()-1, last, "the last request falls in the last bucket of a %v run", c.duration)
 	}
 }
 
