@@ -104,7 +104,7 @@ func (s *Server) Stop() {
 	select {
 	case <-exited:
 	case <-time.After(startTimeout):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		signalAll(cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 		s.tb.Fatalf("pgtest: postgres on port %d did not shut down within %v; killed it", s.Port, startTimeout)
 	}
@@ -118,7 +118,7 @@ func (s *Server) Kill() {
 	if cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the postmaster leads its process group
+	signalAll(cmd.Process.Pid, syscall.SIGKILL)
 	<-exited
 }
 
@@ -151,7 +151,20 @@ func (s *Server) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+		signalAll(s.cmd.Process.Pid, sig)
+	}
+}
+
+// signalAll sends sig to the postmaster pid, its process group, and each of
+// its children, which lead sessions of their own. The children are listed
+// before the postmaster is signalled, since a killed postmaster's children
+// pass to init at once, and again after, since a stopped one may have
+// started another in between.
+func signalAll(pid int, sig syscall.Signal) {
+	kids := children(pid)
+	_ = syscall.Kill(-pid, sig)
+	for _, child := range append(kids, children(pid)...) {
+		_ = syscall.Kill(child, sig)
 	}
 }
 
@@ -202,7 +215,7 @@ func (s *Server) start() error {
 		"-c", "full_page_writes=off", "-c", "shared_buffers=16MB",
 		"-c", "max_connections=200", "-c", "dynamic_shared_memory_type=mmap")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr.Setpgid = true // so Kill and Pause reach every backend
+	cmd.SysProcAttr.Setpgid = true // its own group, which signalAll signals
 	dieWithParent(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return err
@@ -220,7 +233,7 @@ func (s *Server) start() error {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			signalAll(cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 			return fmt.Errorf("postgres on port %d did not accept connections within %v: %s", s.Port, startTimeout, s.logTail())
 		}
