@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
@@ -163,4 +164,178 @@ func TestChurnKeepsLeasesApart(t *testing.T) {
 		}
 	}
 	t.Logf("%d leases taken and released", len(spans))
+}
+
+// TestReleaseLowersMark checks the mark Release leaves: lowered to what the
+// holder issued, but never below the mark it inherited nor above the one it
+// had; kept when issued is unknown.
+func TestReleaseLowersMark(t *testing.T) {
+	t.Parallel()
+	_, pool := startDB(t)
+	// One holder before each case's, so that the holder inherits a mark;
+	// each case on an ID of its own.
+	inherited := time.Now().Add(-2 * time.Second).Truncate(time.Microsecond)
+	for i, tt := range []struct {
+		name    string
+		unknown bool          // Release gets the zero Time
+		issued  time.Duration // else Release gets inherited + issued
+		want    string        // the mark left: "issued", "inherited" or "until"
+	}{
+		{"unknown keeps the confirmed mark", true, 0, "until"},
+		{"lowered to what was issued", false, time.Second + 1, "issued"}, // 1ns: rounded up to the µs
+		{"never below the inherited mark", false, -time.Second, "inherited"},
+		{"never raised", false, time.Hour, "until"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := int64(i)
+			prev := newLeaser(t, pool, mp.WithRange(id, id))
+			_, err := prev.MachineID(ctxT(t))
+			require.NoError(t, err)
+			require.NoError(t, prev.Release(inherited))
+
+			l := newLeaser(t, pool, mp.WithRange(id, id))
+			_, err = l.MachineID(ctxT(t))
+			require.NoError(t, err)
+			lease := l.Lease()
+			require.True(t, lease.After.Equal(inherited), "After = %v; want the previous holder's release mark %v", lease.After, inherited)
+			var issued time.Time
+			if !tt.unknown {
+				issued = inherited.Add(tt.issued)
+			}
+			require.NoError(t, l.Release(issued))
+			require.NoError(t, l.Release(issued), "a second Release")
+
+			want := map[string]time.Time{"issued": issued.Truncate(time.Microsecond).Add(time.Microsecond), "inherited": inherited, "until": lease.Until}[tt.want]
+			r := readRow(t, pool, id)
+			assert.Nil(t, r.owner, "a released row has no owner")
+			require.NotNil(t, r.mark)
+			assert.True(t, r.mark.Equal(want), "mark = %v; want %v (%s)", *r.mark, want, tt.want)
+			assert.False(t, l.Lease().Held, "a released lease is not held")
+			assert.ErrorIs(t, l.Lease().Err, mp.ErrReleased)
+		})
+	}
+}
+
+// TestReleaseOnlyOwnRow checks that a Release whose row went to another
+// owner leaves that owner's lease and mark alone.
+func TestReleaseOnlyOwnRow(t *testing.T) {
+	t.Parallel()
+	_, pool := startDB(t)
+	l := newLeaser(t, pool)
+	id, err := l.MachineID(ctxT(t))
+	require.NoError(t, err)
+	_, err = pool.Exec(ctxT(t), `UPDATE ringflake_machine_ids SET owner = 'other' WHERE id = $1`, id)
+	require.NoError(t, err)
+	before := readRow(t, pool, id)
+	require.NoError(t, l.Release(time.Unix(1, 0)))
+	after := readRow(t, pool, id)
+	require.NotNil(t, after.owner)
+	assert.Equal(t, "other", *after.owner)
+	assert.Equal(t, before.mark, after.mark, "the mark of a row the holder no longer owns")
+	assert.Equal(t, before.expiresAt, after.expiresAt)
+}
+
+// TestReleaseBeforeMachineID checks that a Leaser that never took a lease
+// releases without a word to the database, and that one released can take
+// a lease again.
+func TestReleaseBeforeMachineID(t *testing.T) {
+	t.Parallel()
+	_, pool := startDB(t)
+	l, err := mp.New(pool, mp.WithTable("no_such_table"))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(time.Now()), "nothing to release, and no statement to fail")
+
+	l = newLeaser(t, pool)
+	id, err := l.MachineID(ctxT(t))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(time.Time{}))
+	again, err := l.MachineID(ctxT(t))
+	require.NoError(t, err, "a released Leaser takes a lease again")
+	assert.Equal(t, id, again)
+	assert.True(t, l.Lease().Held)
+}
+
+func TestMachineIDHonoursContext(t *testing.T) {
+	t.Parallel()
+	srv, pool := startDB(t)
+
+	t.Run("cancelled", func(t *testing.T) {
+		l := newLeaser(t, pool)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := l.MachineID(ctx)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.False(t, l.Lease().Held)
+	})
+
+	t.Run("hung database", func(t *testing.T) {
+		l := newLeaser(t, newPool(t, srv.DSN()))
+		srv.Pause()
+		defer srv.Resume()
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := l.MachineID(ctx)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, time.Since(start), time.Second, "MachineID should return soon after its context's deadline")
+
+		// Release cuts short a MachineID that would wait longer.
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := l.MachineID(ctx)
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		_ = l.Release(time.Time{}) // the database is paused: its own statement times out
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, mp.ErrReleased)
+		case <-time.After(2 * time.Second):
+			t.Fatal("MachineID did not return soon after Release")
+		}
+	})
+}
+
+func TestMissingTable(t *testing.T) {
+	t.Parallel()
+	_, pool := startDB(t)
+	l := newLeaser(t, pool, mp.WithTable("elsewhere"))
+	_, err := l.MachineID(ctxT(t))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "table elsewhere does not exist; create it with TableSQL or Leaser.CreateTable")
+	require.NoError(t, l.CreateTable(ctxT(t)))
+	require.NoError(t, l.CreateTable(ctxT(t)), "CreateTable twice")
+	_, err = l.MachineID(ctxT(t))
+	assert.NoError(t, err)
+}
+
+// TestGeneratorFollowsLease checks the Leaser with a real generator: it
+// issues on the leased ID, within the lease's marks, and its Close releases
+// the ID and lowers the mark to what it issued.
+func TestGeneratorFollowsLease(t *testing.T) {
+	t.Parallel()
+	_, pool := startDB(t)
+	l := newLeaser(t, pool, mp.WithRange(3, 3))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(l))
+	require.NoError(t, err)
+	id, err := g.NextID()
+	require.NoError(t, err)
+	parts := g.Layout().Decompose(id)
+	assert.Equal(t, int64(3), parts.Machine)
+	lease := g.Lease()
+	assert.True(t, lease.Held)
+	assert.False(t, parts.Time.After(lease.Until), "issued at %v, past Until %v", parts.Time, lease.Until)
+	time.Sleep(ttl / 2) // a renewal
+	last, err := g.NextID()
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+
+	r := readRow(t, pool, 3)
+	assert.Nil(t, r.owner, "Close releases the row")
+	require.NotNil(t, r.mark)
+	lastTime := g.Layout().Decompose(last).Time
+	assert.False(t, r.mark.Before(lastTime), "mark %v is below the last time issued, %v", *r.mark, lastTime)
+	assert.True(t, r.mark.Before(lastTime.Add(ttl/3)), "mark %v should come down to about the last time issued, %v", *r.mark, lastTime)
 }
