@@ -43,11 +43,10 @@
 // lowest free ID, and the generator issues again.
 //
 // A database restart: the data survives, and so do leases and marks. A
-// restart shorter than the TTL less the margin goes unnoticed but for a
-// failed renewal; a longer one loses every lease for the while, and each
-// holder gets its own ID back once the database answers, unless its row
-// expired and another process took it first. The pool reconnects by
-// itself.
+// restart that ends before a holder's deadline costs it a failed renewal or
+// two and nothing else; a longer one loses its lease for the while, and it
+// gets its own ID back once the database answers, unless the row expired
+// and another process took it first. The pool reconnects by itself.
 //
 // A failover to a replica: with synchronous replication (the standby named
 // in synchronous_standby_names, synchronous_commit on or stricter), every
@@ -58,10 +57,10 @@
 // statements of the last moments: a lease taken then, or a mark raised
 // then, is gone. Another process can then take an ID that is still in use,
 // or a time below its last holder's mark, and two processes can issue the
-// same IDs until the first one's next renewal finds the row taken, up to
-// TTL/3 later. The same goes for restoring a backup, deleting rows, and a
-// server running with synchronous_commit off, which can lose its last
-// commits in a crash.
+// same IDs until the first one's next renewal finds the row taken or its
+// lease runs out, at most a TTL later. The same goes for restoring a
+// backup, deleting rows, and a server running with synchronous_commit off,
+// which can lose its last commits in a crash.
 //
 // # Marks
 //

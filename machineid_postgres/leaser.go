@@ -77,7 +77,8 @@ var _ machineid.Leaser = (*Leaser)(nil)
 // New returns a Leaser that takes its machine ID from db's table, as the
 // options say. It does not contact the database: the first MachineID does.
 // It returns an error wrapping ringflake.ErrInvalidConfig, naming the value
-// and its valid range, if db is nil or an option is out of range.
+// and its valid range, if db is nil or an option is out of range. New is
+// safe for concurrent use.
 func New(db DB, opts ...Option) (*Leaser, error) {
 	c := config{table: defaultTable, lo: 0, hi: defaultMaxID}
 	for _, o := range opts {
