@@ -127,6 +127,9 @@ func (l *Leaser) CreateTable(ctx context.Context) error {
 // error, or the database's error (a missing table among them). MachineID is
 // safe for concurrent use.
 func (l *Leaser) MachineID(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, fmt.Errorf("machineid_postgres: %w", err)
+	}
 	select {
 	case l.turn <- struct{}{}:
 	case <-ctx.Done():
