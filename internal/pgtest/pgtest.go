@@ -93,14 +93,16 @@ func (s *Server) DSN() string {
 
 // Stop shuts the server down as an operator would (a fast shutdown: open
 // transactions are rolled back, connections closed, a checkpoint written)
-// and waits for it to exit. Stop on a stopped server does nothing.
+// and waits for it to exit; a paused server is resumed to do so. Stop on a
+// stopped server does nothing.
 func (s *Server) Stop() {
 	s.tb.Helper()
 	cmd, exited := s.take()
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGINT) // SIGINT is the postmaster's fast shutdown
+	_ = cmd.Process.Signal(syscall.SIGINT)      // SIGINT is the postmaster's fast shutdown
+	signalAll(cmd.Process.Pid, syscall.SIGCONT) // a paused server acts on it only once continued
 	select {
 	case <-exited:
 	case <-time.After(startTimeout):
@@ -124,9 +126,15 @@ func (s *Server) Kill() {
 
 // Start starts a stopped or killed server again on the same port with the
 // same data, and returns once it accepts connections. It fails the test if
-// it does not.
+// it does not, or if the server is running.
 func (s *Server) Start() {
 	s.tb.Helper()
+	s.mu.Lock()
+	running := s.cmd != nil
+	s.mu.Unlock()
+	if running {
+		s.tb.Fatalf("pgtest: Start on port %d: the server is running; Stop or Kill it first", s.Port)
+	}
 	var err error
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {

@@ -27,4 +27,10 @@ func TestStopStartKill(t *testing.T) {
 	if !s.ready() {
 		t.Fatal("ready() = false after a Start that follows Kill; want true")
 	}
+	s.Pause()
+	if s.ready() {
+		t.Fatal("ready() = true while paused; want false")
+	}
+	s.Stop() // resumes it to shut down
+	s.Start()
 }
