@@ -1,0 +1,174 @@
+package machineid_postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake/machineid"
+	mp "github.com/ringflake/ringflake/machineid_postgres"
+)
+
+func held(l machineid.Lease) bool    { return l.Held }
+func notHeld(l machineid.Lease) bool { return !l.Held }
+
+// TestRenewalRaisesUntil checks that renewals raise the confirmed mark
+// ahead of the holder's clock, and report it only once the database holds
+// it.
+func TestRenewalRaisesUntil(t *testing.T) {
+	t.Parallel()
+	_, pool := startDB(t)
+	l := newLeaser(t, pool)
+	rec := watch(t, l)
+	id, err := l.MachineID(ctxT(t))
+	require.NoError(t, err)
+	first, i := rec.await(t, 0, ttl, "the first lease", held)
+	assert.WithinDuration(t, time.Now().Add(ttl), first.Until, ttl/3, "Until is the holder's clock plus the TTL")
+	last := first
+	for range 3 {
+		next, j := rec.await(t, i+1, ttl, "a renewal", held)
+		assert.True(t, next.Until.After(last.Until), "each renewal raises Until: %v after %v", next.Until, last.Until)
+		assert.Equal(t, first.After, next.After, "a renewal keeps After")
+		r := readRow(t, pool, id)
+		require.NotNil(t, r.mark)
+		assert.False(t, r.mark.Before(next.Until), "the database's mark %v is below the reported Until %v", *r.mark, next.Until)
+		last, i = next, j
+	}
+	for _, rep := range rec.all() {
+		assert.True(t, rep.ID == -1 || rep.Held, "a lease that renews without trouble stays held: %+v", rep)
+	}
+}
+
+// TestExpiryByDatabaseClock abandons a holder whose clock is an hour ahead
+// and has a holder whose clock is an hour behind wait for its ID: the row
+// expires a TTL after its last renewal by the database's clock, whatever the
+// holders' clocks say, and the new holder inherits the old one's mark.
+func TestExpiryByDatabaseClock(t *testing.T) {
+	t.Parallel()
+	srv, pool := startDB(t)
+	ahead := func() time.Time { return time.Now().Add(time.Hour) }
+	behind := func() time.Time { return time.Now().Add(-time.Hour) }
+	old, abandon := ownLeaser(t, srv, mp.WithRange(0, 0), mp.WithClock(ahead))
+	oldRec := watch(t, old)
+	_, err := old.MachineID(ctxT(t))
+	require.NoError(t, err)
+	time.Sleep(ttl / 2) // a renewal or so
+	abandon()
+	lost, _ := oldRec.await(t, 0, 2*ttl, "the lease lost", func(l machineid.Lease) bool { return l.ID == 0 && !l.Held })
+	assert.ErrorIs(t, lost.Err, mp.ErrExpired)
+	var lastUntil time.Time
+	for _, r := range oldRec.all() {
+		if r.Held {
+			lastUntil = r.Until
+		}
+	}
+	expires := readRow(t, pool, 0).expiresAt
+
+	next := newLeaser(t, pool, mp.WithRange(0, 0), mp.WithClock(behind))
+	for {
+		_, err := next.MachineID(ctxT(t))
+		if err == nil {
+			break
+		}
+		require.ErrorIs(t, err, mp.ErrExhausted, "ID 0 is held until it expires")
+		require.True(t, time.Now().Before(expires.Add(ttl)), "ID 0 did not come free within a TTL of its expiry, %v", expires)
+		time.Sleep(20 * time.Millisecond)
+	}
+	taken := time.Now()
+	assert.False(t, taken.Before(expires), "ID 0 was taken at %v, before it expired at %v by the database's clock", taken, expires)
+	assert.True(t, lost.at.Before(expires), "the old holder was told of the loss at %v, after the row expired at %v", lost.at, expires)
+	assert.False(t, next.Lease().After.Before(lastUntil), "the new holder's After %v is below the old holder's last Until %v", next.Lease().After, lastUntil)
+}
+
+// TestLossReportedWhenServerStops stops the database under a holder: the
+// loss must be reported, with the database's error as its cause, before
+// the row can expire; and the holder must get its ID back once the database
+// is up again.
+func TestLossReportedWhenServerStops(t *testing.T) {
+	t.Parallel()
+	srv, pool := startDB(t)
+	logExpiries(t, pool)
+	l := newLeaser(t, pool)
+	rec := watch(t, l)
+	id, err := l.MachineID(ctxT(t))
+	require.NoError(t, err)
+	first, i := rec.await(t, 0, ttl, "the lease", held)
+
+	srv.Stop()
+	stopped := time.Now()
+	lost, i := rec.await(t, i, 2*ttl, "the lease lost", notHeld)
+	assert.ErrorIs(t, lost.Err, mp.ErrExpired, "the cause is the lease running out")
+	assert.ErrorContains(t, lost.Err, "renewing machine ID", "the cause wraps the failed renewal")
+	srv.Start()
+	back, _ := rec.await(t, i, 2*ttl, "the lease back", held)
+	assert.Equal(t, id, back.ID, "the holder gets its own ID back")
+	assert.Equal(t, first.After, back.After, "the same holder keeps its After")
+
+	var expires time.Time
+	require.NoError(t, pool.QueryRow(ctxT(t), `SELECT max(expires_at) FROM expiries WHERE logged_at < $1`, stopped).Scan(&expires))
+	assert.True(t, lost.at.Before(expires), "the loss was reported at %v, after the row expired at %v by the database's clock", lost.at, expires)
+}
+
+// logExpiries makes the database log every expires_at it writes to the
+// default table, in a table expiries, with when it wrote it.
+func logExpiries(t *testing.T, db mp.DB) {
+	t.Helper()
+	for _, stmt := range []string{
+		`CREATE TABLE expiries (id bigint, owner text, expires_at timestamptz, logged_at timestamptz DEFAULT clock_timestamp())`,
+		`CREATE FUNCTION log_expiry() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO expiries (id, owner, expires_at) VALUES (NEW.id, NEW.owner, NEW.expires_at);
+  RETURN NEW;
+END $$`,
+		`CREATE TRIGGER log_expiry AFTER INSERT OR UPDATE ON ringflake_machine_ids FOR EACH ROW EXECUTE FUNCTION log_expiry()`,
+	} {
+		_, err := db.Exec(ctxT(t), stmt)
+		require.NoError(t, err, stmt)
+	}
+}
+
+// TestTakenRowReportsLost gives the holder's row to another owner behind
+// its back: the next renewal must report the loss at once, as ErrLost,
+// and the holder must take the lowest free ID instead.
+func TestTakenRowReportsLost(t *testing.T) {
+	t.Parallel()
+	_, pool := startDB(t)
+	l := newLeaser(t, pool)
+	rec := watch(t, l)
+	id, err := l.MachineID(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, int64(0), id)
+	_, i := rec.await(t, 0, ttl, "the lease", held)
+	_, err = pool.Exec(ctxT(t), `UPDATE ringflake_machine_ids SET owner = 'intruder' WHERE id = 0`)
+	require.NoError(t, err)
+
+	lost, i := rec.await(t, i, ttl, "the lease lost", notHeld)
+	assert.ErrorIs(t, lost.Err, mp.ErrLost)
+	assert.Equal(t, int64(0), lost.ID)
+	again, _ := rec.await(t, i, ttl, "a new lease", held)
+	assert.Equal(t, int64(1), again.ID, "ID 0 is the intruder's; 1 is the lowest free")
+	owner := readRow(t, pool, 0).owner
+	require.NotNil(t, owner)
+	assert.Equal(t, "intruder", *owner, "the holder must not take back a row another owns")
+}
+
+// TestCallTimeoutBoundsRenewals pauses the database: renewals hang, and
+// the lease must still be reported lost before the row could expire, as
+// the call timeout ends each renewal.
+func TestCallTimeoutBoundsRenewals(t *testing.T) {
+	t.Parallel()
+	srv, pool := startDB(t)
+	l := newLeaser(t, pool, mp.WithCallTimeout(100*time.Millisecond))
+	rec := watch(t, l)
+	_, err := l.MachineID(ctxT(t))
+	require.NoError(t, err)
+	_, i := rec.await(t, 0, ttl, "the lease", held)
+	srv.Pause()
+	lost, _ := rec.await(t, i, 2*ttl, "the lease lost", notHeld)
+	srv.Resume()
+	assert.ErrorIs(t, lost.Err, mp.ErrExpired)
+	assert.ErrorIs(t, lost.Err, context.DeadlineExceeded, "the cause should be a timed-out renewal")
+}

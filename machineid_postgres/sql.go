@@ -1,0 +1,128 @@
+package machineid_postgres
+
+import (
+	"strings"
+	"time"
+)
+
+// TableSQL creates the table of leases under its default name. For another
+// name ([WithTable]), put that name in its place, or call
+// [Leaser.CreateTable]. Each row is one machine ID:
+//
+//   - owner is the random token of the process holding the ID, NULL when
+//     it was released;
+//   - expires_at is when the lease runs out, on the database's clock; a
+//     row whose owner is NULL or whose expires_at has passed is free;
+//   - mark is the latest time, on the holders' clocks, that a holder of the
+//     ID may have issued IDs with (NULL: never held);
+//   - inherited is the mark the current owner found when it took the ID.
+const TableSQL = `CREATE TABLE IF NOT EXISTS ringflake_machine_ids (
+    id         bigint      PRIMARY KEY,
+    owner      text,
+    expires_at timestamptz NOT NULL,
+    mark       timestamptz,
+    inherited  timestamptz
+)`
+
+// statements are the SQL statements of one table. Every one that changes a
+// row acts only for one owner token and is idempotent for it: a statement
+// whose answer was lost (a timeout, a broken connection) may have
+// committed, and the next one must find its effect and carry on from it.
+//
+// Expiry is judged by statement_timestamp(), when the database received the
+// statement: it is never before the holder sent it, so a lease set to expire
+// at statement_timestamp() + TTL expires no sooner than TTL after the send,
+// and a row taken as expired at statement_timestamp() is expired still. It
+// holds inside a transaction too, unlike now().
+type statements struct {
+	create string
+	fill   string
+	take   string
+	renew  string
+	free   string
+}
+
+func newStatements(table string) statements {
+	quoted := quote(table)
+	r := strings.NewReplacer("$table", quoted)
+	return statements{
+		create: strings.Replace(TableSQL, defaultTable, quoted, 1),
+
+		// fill adds a free row for every ID in lo..hi that has none, so
+		// that take can lock rows rather than race to insert them.
+		// Concurrent fills insert in ascending order, so one waits for the
+		// other and then skips its rows; neither can deadlock.
+		//	$1 lo, $2 hi
+		fill: r.Replace(`INSERT INTO $table (id, expires_at)
+SELECT i, statement_timestamp() FROM generate_series($1::bigint, $2::bigint) AS i
+ON CONFLICT (id) DO NOTHING`),
+
+		// take gives the token the lowest free row in lo..hi, preferring a
+		// row it already owns (the trace of an earlier take whose answer
+		// was lost, or its own lease after a loss the row did not see), and
+		// raises the row's mark ahead. A row locked by another statement is
+		// skipped, not waited for: it is being taken, renewed or released.
+		// FOR UPDATE locks the newest version of the row and checks the
+		// WHERE clause against it again, so a row another statement took
+		// since this one's snapshot is passed over too.
+		//	$1 token, $2 TTL in µs, $3 the proposed mark (the holder's clock
+		//	+ TTL), $4 lo, $5 hi
+		//	returns id, inherited, mark
+		take: r.Replace(`UPDATE $table AS t SET
+  owner = $1,
+  expires_at = statement_timestamp() + $2::bigint * interval '1 microsecond',
+  inherited = CASE WHEN t.owner = $1 THEN t.inherited ELSE t.mark END,
+  mark = GREATEST(t.mark, $3::timestamptz)
+WHERE t.id = (
+  SELECT f.id FROM $table AS f
+  WHERE f.id BETWEEN $4::bigint AND $5::bigint
+    AND (f.owner IS NULL OR f.owner = $1 OR f.expires_at < statement_timestamp())
+  ORDER BY f.owner IS NOT DISTINCT FROM $1 DESC, f.id
+  LIMIT 1
+  FOR UPDATE SKIP LOCKED)
+RETURNING t.id, t.inherited, t.mark`),
+
+		// renew extends the token's lease on id and raises the mark
+		// ahead. It succeeds on a row that expired and that nobody took:
+		// the owner never changed, so nobody else held it meanwhile.
+		//	$1 id, $2 token, $3 TTL in µs, $4 the proposed mark
+		//	returns mark, or no row when the token no longer owns id
+		renew: r.Replace(`UPDATE $table SET
+  expires_at = statement_timestamp() + $3::bigint * interval '1 microsecond',
+  mark = GREATEST(mark, $4::timestamptz)
+WHERE id = $1::bigint AND owner = $2
+RETURNING mark`),
+
+		// free releases every row the token owns and, if the holder says
+		// how far it issued, lowers the mark to that time or to the mark
+		// the holder inherited, whichever is later; never raises it.
+		//	$1 token, $2 issued (NULL: keep the mark)
+		free: r.Replace(`UPDATE $table SET
+  owner = NULL,
+  expires_at = statement_timestamp(),
+  mark = CASE WHEN $2::timestamptz IS NULL THEN mark
+              ELSE LEAST(mark, GREATEST($2::timestamptz, inherited)) END
+WHERE owner = $1`),
+	}
+}
+
+// quote quotes each part of a valid table name.
+func quote(table string) string {
+	parts := strings.Split(table, ".")
+	for i, p := range parts {
+		parts[i] = `"` + p + `"`
+	}
+	return strings.Join(parts, ".")
+}
+
+// micros returns d in whole microseconds, the database's resolution.
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// ceilMicro rounds t up to the database's resolution, a microsecond, so a
+// mark lowered to it still covers t.
+func ceilMicro(t time.Time) time.Time {
+	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
+		return r.Add(time.Microsecond)
+	}
+	return t
+}
