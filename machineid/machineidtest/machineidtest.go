@@ -58,6 +58,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -69,7 +71,7 @@ type Harness struct {
 	// refuses; Run tries some bad ones, which NewLeaser should pass on to
 	// the store's own checks. It must not contact the store before the
 	// Leaser's first MachineID. Run calls it on a subtest's goroutine with
-	// that subtest's t, from parallel subtests at once; it may call
+	// that subtest's t, from several subtests at once; it may call
 	// t.Fatal, and register the client's closing with t.Cleanup. Run
 	// releases or abandons every Leaser it gets, including those whose
 	// MachineID failed or was never called.
@@ -102,7 +104,7 @@ type Harness struct {
 
 // Run checks the contract of the store h describes, in subtests that say
 // what they check: Leases/Exclusive, Leases/Expiry, Leases/Release,
-// Leases/Marks, Leases/Context and Leases/Config, run in parallel, each on
+// Leases/Marks, Leases/Context and Leases/Config, all at once, each on
 // machine IDs of its own; then Restart, alone. Together they check
 //   - exclusive holding under contention, many holders each with its own
 //     client, and leases kept past the TTL by renewal;
@@ -134,12 +136,18 @@ func Run(t *testing.T, h Harness) {
 		t.Fatalf("machineidtest: Harness.TTL = %v; want the store's shortest good TTL, such as 1s", h.TTL)
 	}
 	t.Run("Leases", func(t *testing.T) {
+		// The subtests mostly wait for leases to expire, so they run all
+		// at once, whatever -test.parallel allows (t.Parallel would make
+		// them wait for a free slot): t.Run may be called from several
+		// goroutines.
+		var g errgroup.Group
 		for _, tt := range leaseTests {
-			t.Run(tt.name, func(t *testing.T) {
-				t.Parallel()
-				tt.run(t, h)
+			g.Go(func() error {
+				t.Run(tt.name, func(t *testing.T) { tt.run(t, h) })
+				return nil
 			})
 		}
+		_ = g.Wait() // the goroutines return nil
 	})
 	t.Run("Restart", func(t *testing.T) {
 		if h.Restart == nil {
@@ -149,7 +157,7 @@ func Run(t *testing.T, h Harness) {
 	})
 }
 
-// leaseTests are the subtests that run in parallel, each on IDs of its own.
+// leaseTests are the subtests that run at once, each on IDs of its own.
 var leaseTests = []struct {
 	name string
 	run  func(*testing.T, Harness)
@@ -162,7 +170,7 @@ var leaseTests = []struct {
 	{"Config", testConfig},
 }
 
-// The machine IDs of each subtest, so that the parallel ones never meet.
+// The machine IDs of each subtest, so that those running at once never meet.
 const (
 	exclusiveLo = 0 // to exclusiveLo+exclusiveIDs-1
 	expiryID    = 8
