@@ -22,8 +22,8 @@ type ledger struct {
 	seq      int        // numbers events (reports, releases, restarts) in the order they happen
 	holders  []*holder
 	settled  bool
-	lostData int // seq at which a restart that lost the store's data began; 0 if none
-	restart  [2]int
+	lostData int    // seq at which a restart that lost the store's data began; 0 if none
+	restart  [2]int // seqs at which Harness.Restart was called and returned
 }
 
 // newLedger returns an empty ledger for t.
