@@ -41,14 +41,14 @@ type Generator struct {
 // call spins at most maxSpin, in real time, for the next tick when the
 // current one is full. layout must be valid and machine in its range.
 func New(layout ringflake.Layout, machine int64, clock func() time.Time, maxSpin time.Duration) (*Generator, error) {
-	if err := layout.Validate(); err != nil {
+	if _, err := layout.Compose(ringflake.Parts{}); err != nil { // checks the layout
 		return nil, err
 	}
 	if machine < 0 || machine > layout.MaxMachine() {
 		return nil, fmt.Errorf("strict: machine ID %d outside 0..%d", machine, layout.MaxMachine())
 	}
 	return &Generator{last: -1, layout: layout, machine: machine, clock: clock, maxSpin: maxSpin,
-		maxSeq: layout.MaxSequence(), tickNano: int64(layout.Tick)}, nil
+		maxSeq: 1<<layout.SequenceBits - 1, tickNano: int64(layout.Tick)}, nil
 }
 
 // tick returns the clock's current tick, or an error before the epoch.
