@@ -32,27 +32,8 @@ type genFlags struct {
 const noMachineIDNote = "ringflake: no --machine-id or --lease given; using machine ID 0, which is unique only if no other generator uses it"
 
 func runGen(args []string, stdout, stderr io.Writer) error {
-	var f genFlags
-	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
-	fs.Int64Var(&f.n, "n", 1, "number of IDs to print")
-	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023; every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
-	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (default 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
-	fs.DurationVar(&f.maxWait, "max-wait", defaultMaxWait, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed")
-	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
-		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
-	f.lease.register(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("gen: unexpected argument %q", fs.Arg(0))
-	}
-	if f.n < 0 {
-		return usageError("gen: -n = %d; want 0 or more", f.n)
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if err := f.lease.check(set); err != nil {
+	f, set, err := parseGen(args, stderr)
+	if err != nil {
 		return err
 	}
 	// A write to a closed pipe (stdout, or stderr for a note) then fails
@@ -100,6 +81,32 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return writeIDs(ctx, g, f.n, stdout)
+}
+
+// parseGen parses gen's flags and returns them with the set of those
+// given.
+func parseGen(args []string, stderr io.Writer) (genFlags, map[string]bool, error) {
+	var f genFlags
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	fs.Int64Var(&f.n, "n", 1, "number of IDs to print")
+	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023; every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
+	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (default 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
+	fs.DurationVar(&f.maxWait, "max-wait", defaultMaxWait, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed")
+	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
+		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
+	f.lease.register(fs)
+	set := map[string]bool{}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return f, set, err
+	}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	switch {
+	case fs.NArg() > 0:
+		return f, set, usageError("gen: unexpected argument %q", fs.Arg(0))
+	case f.n < 0:
+		return f, set, usageError("gen: -n = %d; want 0 or more", f.n)
+	}
+	return f, set, f.lease.check(set)
 }
 
 // dropTime leaves the time out of log records: stderr lines of a command
