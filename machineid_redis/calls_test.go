@@ -16,15 +16,15 @@ func TestSettleThenReleaseRace(t *testing.T) {
 	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer c.Close()
-	const timeout = 200 * time.Microsecond
+	const timeout = time.Millisecond // the shortest call timeout
 	for i := range 2000 {
-		s, err := NewLeased(c, WithTTL(30*time.Millisecond), WithCallTimeout(timeout))
+		s, err := New(c, WithTTL(time.Second), WithCallTimeout(timeout))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.inflight.add() // a call eval gave up on
 		go func() {
-			time.Sleep(timeout + time.Duration(i%40)*time.Microsecond/4)
+			time.Sleep(timeout + time.Duration(i%40)*timeout/160)
 			s.inflight.done()
 		}()
 		s.settle()

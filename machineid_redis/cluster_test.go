@@ -29,11 +29,11 @@ func TestCluster(t *testing.T) {
 	var g errgroup.Group
 	for range 4 {
 		g.Go(func() error {
-			svc, err := mr.NewLeased(c, mr.WithTTL(ttl), mr.WithRange(100, 103), mr.WithPrefix("{cluster-test}:"))
+			svc, err := mr.New(c, mr.WithTTL(ttl), mr.WithRange(100, 103), mr.WithPrefix("{cluster-test}:"))
 			if err != nil {
 				return err
 			}
-			gen, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(10*ttl))
+			gen, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(10*ttl))
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func TestClusterNodeStoppedMidRun(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close() })
 	svc := leased(t, c)
-	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	defer g.Close()
 	// Three nodes and the race detector on two cores can delay a renewal
@@ -68,7 +68,7 @@ func TestClusterNodeStoppedMidRun(t *testing.T) {
 		return len(before) > 10
 	}, 10*ttl, time.Millisecond, "the generator should serve while the cluster is up")
 
-	slot, err := strconv.Atoi(cl.Nodes[0].Do("CLUSTER", "KEYSLOT", mr.DefaultPrefix+"MARKS"))
+	slot, err := strconv.Atoi(cl.Nodes[0].Do("CLUSTER", "KEYSLOT", prefix+"MARKS"))
 	require.NoError(t, err)
 	owner := cl.Nodes[slot*3/16384] // StartCluster splits the slots evenly, in order
 	owner.Stop()

@@ -1,14 +1,18 @@
 package machineid_redis
 
-import "errors"
+import (
+	"errors"
+	"fmt"
 
-// Errors returned by this package. Test for them with [errors.Is]; the
-// returned errors wrap them with the figures (range, ID, host, timeout).
+	"github.com/ringflake/ringflake"
+)
+
+// Errors returned by this package, besides the ones it shares with package
+// ringflake: an unusable option wraps [ringflake.ErrInvalidConfig], and
+// MachineID on a released Service wraps [ringflake.ErrClosed]. Test for
+// them with [errors.Is]; the returned errors wrap them with the figures
+// (range, ID, host, timeout).
 var (
-	// ErrInvalidConfig means an option or the key prefix is unusable. The
-	// message names the value and what is valid.
-	ErrInvalidConfig = errors.New("machineid_redis: invalid configuration")
-
 	// ErrExhausted means every machine ID in the configured range is held
 	// (lease mode) or has been handed out (host mode).
 	ErrExhausted = errors.New("machineid_redis: no free machine ID in range")
@@ -29,7 +33,29 @@ var (
 	// dial or read timeout ran out first (a server that accepts
 	// connections but does not answer).
 	ErrTimeout = errors.New("machineid_redis: redis call timed out")
-
-	// ErrClosed means [Service.Close] was called.
-	ErrClosed = errors.New("machineid_redis: service is closed")
 )
+
+// kindError is an error of this package that belongs to a sentinel of
+// package ringflake: its message names this package and says what is
+// wrong, and it unwraps to the sentinel, so that one sentinel means one
+// thing across ringflake.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+// configErr returns an error wrapping ringflake.ErrInvalidConfig whose
+// message names the value and what is valid.
+func configErr(format string, a ...any) error {
+	return &kindError{msg: "machineid_redis: invalid configuration: " + fmt.Sprintf(format, a...), kind: ringflake.ErrInvalidConfig}
+}
+
+// errReleased is MachineID's error, and the lease's Err, once Release has
+// been called.
+var errReleased error = &kindError{
+	msg:  "machineid_redis: the Service was released (its generator's Close does that); make a new Service for each generator",
+	kind: ringflake.ErrClosed,
+}

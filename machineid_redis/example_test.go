@@ -1,6 +1,7 @@
 package machineid_redis_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -13,31 +14,39 @@ import (
 
 // A generator whose machine ID is leased from Redis. It needs a server, so
 // there is no output to check.
-func ExampleNewLeased() {
+func ExampleNew() {
 	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	defer client.Close()
-	svc, err := mr.NewLeased(client, mr.WithRange(0, ringflake.DefaultLayout().MaxMachine()), mr.WithTTL(10*time.Second))
+	svc, err := mr.New(client, mr.WithRange(0, ringflake.DefaultLayout().MaxMachine()), mr.WithTTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := ringflake.New(ringflake.WithMachineIDService(svc))
+	// New waits, within its acquire timeout, until the clock has passed the
+	// mark the ID inherited: up to a TTL on a Redis that just started.
+	g, err := ringflake.New(ringflake.WithMachineIDSource(svc))
 	if err != nil {
 		log.Fatal(err) // for example: all IDs in the range are leased
 	}
 	defer g.Close() // releases the lease
 	id, err := g.NextID()
-	fmt.Println(id, err)
+	if err != nil {
+		// For example a lost lease, with its cause:
+		// ringflake: machine ID lease is not held: machineid_redis: lease on
+		// machine ID 0 expired, as no renewal succeeded: ...
+		log.Print(err)
+	}
+	fmt.Println(id)
 }
 
 // The seed's mapping from host IP to machine ID, with its keys.
-func ExampleNewHostMapped() {
+func ExampleWithHostMapping() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer client.Close()
-	svc, err := mr.NewHostMapped(client, mr.WithPrefix("myapp:"), mr.WithHost("10.0.0.5"))
+	svc, err := mr.New(client, mr.WithPrefix("myapp:"), mr.WithHostMapping("10.0.0.5"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := ringflake.New(ringflake.WithMachineIDService(svc))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(svc))
 	if err != nil {
 		log.Fatal(err) // for example: another process on 10.0.0.5 holds its ID
 	}
@@ -48,8 +57,20 @@ func ExampleNewHostMapped() {
 func ExampleWithPrefix() {
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:7000"}})
 	defer client.Close()
-	_, err := mr.NewLeased(client, mr.WithPrefix("ids:"))
+	_, err := mr.New(client, mr.WithPrefix("ids:"))
 	fmt.Println(err)
 	// Output:
 	// machineid_redis: invalid configuration: prefix "ids:" has no hash tag; Lua scripts need every key in one Cluster slot, so use one like "{ids}:"
+}
+
+// A TTL outside its bounds is refused with ringflake's sentinel.
+func ExampleWithTTL() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer client.Close()
+	_, err := mr.New(client, mr.WithTTL(100*time.Hour))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, ringflake.ErrInvalidConfig))
+	// Output:
+	// machineid_redis: invalid configuration: TTL = 100h0m0s; valid range 1s..5m0s
+	// true
 }

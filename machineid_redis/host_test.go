@@ -3,6 +3,7 @@ package machineid_redis_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -15,9 +16,9 @@ import (
 
 func hostMapped(t *testing.T, c redis.UniversalClient, host string, opts ...mr.Option) *mr.Service {
 	t.Helper()
-	s, err := mr.NewHostMapped(c, append([]mr.Option{mr.WithTTL(ttl), mr.WithHost(host)}, opts...)...)
+	s, err := mr.New(c, append([]mr.Option{mr.WithTTL(ttl), mr.WithHostMapping(host)}, opts...)...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = s.Release(time.Time{}) })
 	return s
 }
 
@@ -86,12 +87,12 @@ func TestHostModeRefusals(t *testing.T) {
 		require.ErrorIs(t, err, mr.ErrHostInUse)
 		assert.Contains(t, err.Error(), `host "10.0.0.5" maps to machine ID 1, leased by another process`)
 
-		require.NoError(t, first.Close())
+		require.NoError(t, first.Release(time.Time{}))
 		next := hostMapped(t, c, "10.0.0.5")
 		got, err := next.MachineID(ctx)
 		require.NoError(t, err, "after the first process released, the host's ID should be free")
 		assert.Equal(t, id, got)
-		assert.Equal(t, first.Lease().Until, next.Lease().After, "host mode should apply the mark guard too")
+		assert.Equal(t, leaseOf(first).Until, leaseOf(next).After, "host mode should apply the mark guard too")
 	})
 	t.Run("range used up", func(t *testing.T) {
 		t.Parallel()
@@ -104,14 +105,14 @@ func TestHostModeRefusals(t *testing.T) {
 		_, err := hostMapped(t, c, "d", mr.WithRange(1, 3)).MachineID(ctx)
 		require.ErrorIs(t, err, mr.ErrExhausted)
 		assert.Contains(t, err.Error(), "MAX_ID = 3, the end of 1..3")
-		n, _ := c.Get(ctx, mr.DefaultPrefix+"MAX_ID").Int64()
+		n, _ := c.Get(ctx, prefix+"MAX_ID").Int64()
 		assert.Equal(t, int64(3), n, "MAX_ID must never go past the range")
 	})
 	t.Run("mapping outside the range", func(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)
 		ctx := acquireCtx(t)
-		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "h", "2000").Err())
+		require.NoError(t, c.HSet(ctx, prefix+"IP_MACHINE_ID_MAPPING", "h", "2000").Err())
 		_, err := hostMapped(t, c, "h").MachineID(ctx)
 		require.ErrorIs(t, err, mr.ErrBadMapping)
 		assert.Contains(t, err.Error(), `host "h" maps to 2000, outside 1..1023`)
@@ -142,7 +143,7 @@ func TestHostModeRefusals(t *testing.T) {
 		t.Parallel()
 		c := client(t, redistest.Start(t).Addr)
 		ctx := acquireCtx(t)
-		require.NoError(t, c.HSet(ctx, mr.DefaultPrefix+"IP_MACHINE_ID_MAPPING", "a", "5", "b", "005").Err())
+		require.NoError(t, c.HSet(ctx, prefix+"IP_MACHINE_ID_MAPPING", "a", "5", "b", "005").Err())
 		id, err := hostMapped(t, c, "a").MachineID(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int64(5), id)

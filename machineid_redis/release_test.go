@@ -15,8 +15,9 @@ import (
 const longTTL = 3 * time.Second
 
 // A renewal raises the mark a TTL ahead; releasing with the time really
-// issued brings it back down, never below what the holder inherited.
-func TestCloseIssuedLowersTheMark(t *testing.T) {
+// issued brings it back down, never below what the holder inherited, and
+// releasing with the zero Time (unknown) keeps it.
+func TestReleaseLowersTheMarkToIssued(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, longTTL).Addr)
 	long := mr.WithTTL(longTTL) // a mark seconds ahead makes the difference plain
@@ -24,26 +25,28 @@ func TestCloseIssuedLowersTheMark(t *testing.T) {
 	a := leased(t, c, mr.WithRange(3, 3), long)
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	require.True(t, a.Lease().Until.After(time.Now().Add(longTTL/2)), "the mark is raised a TTL ahead")
+	require.True(t, leaseOf(a).Until.After(time.Now().Add(longTTL/2)), "the mark is raised a TTL ahead")
 	issued := time.Now().Add(-time.Second).Truncate(time.Millisecond)
-	require.NoError(t, a.CloseIssued(issued))
+	require.NoError(t, a.Release(issued))
 
 	b := leased(t, c, mr.WithRange(3, 3), long)
 	_, err = b.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	assert.True(t, b.Lease().After.Equal(issued), "the next holder inherits the time really issued: After = %v; want %v", b.Lease().After, issued)
+	assert.True(t, leaseOf(b).After.Equal(issued), "the next holder inherits the time really issued: After = %v; want %v", leaseOf(b).After, issued)
 
-	require.NoError(t, b.CloseIssued(time.Time{}), "b issued nothing")
+	// What a generator that issued nothing passes: the instant before its epoch.
+	nothing := ringflake.DefaultLayout().Epoch.Add(-time.Nanosecond)
+	require.NoError(t, b.Release(nothing), "b issued nothing")
 	d := leased(t, c, mr.WithRange(3, 3), long)
 	_, err = d.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	assert.True(t, d.Lease().After.Equal(issued), "a holder that issued nothing hands on what it inherited, not less: After = %v", d.Lease().After)
+	assert.True(t, leaseOf(d).After.Equal(issued), "a holder that issued nothing hands on what it inherited, not less: After = %v", leaseOf(d).After)
 
-	require.NoError(t, d.Close())
+	require.NoError(t, d.Release(time.Time{}), "issued unknown")
 	e := leased(t, c, mr.WithRange(3, 3), long)
 	_, err = e.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	assert.True(t, e.Lease().After.After(time.Now().Add(longTTL/2)), "a plain Close keeps the mark set ahead")
+	assert.True(t, leaseOf(e).After.After(time.Now().Add(longTTL/2)), "a Release with the zero Time keeps the mark set ahead")
 }
 
 // A generator's Close hands its latest issued time to the service, so a
@@ -56,7 +59,7 @@ func TestGeneratorCloseLetsTheNextHolderStartAtOnce(t *testing.T) {
 	seen := map[ringflake.ID]bool{}
 	for round := range 3 {
 		svc := leased(t, c, mr.WithRange(9, 9), long)
-		g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(100*time.Millisecond))
+		g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(100*time.Millisecond))
 		require.NoError(t, err)
 		for range 5000 {
 			id, err := g.NextID()

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // acquire runs the mode's acquire script once, waiting at most timeout, and
@@ -15,7 +12,7 @@ import (
 func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 	sent := time.Now() // before the call: the server's TTL starts later
 	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
-	restart := ttl + s.cfg.skew.Milliseconds()
+	restart, slack := ttl+s.cfg.skew.Milliseconds(), s.slack().Milliseconds()
 	s.mu.Lock()
 	s.tried = true
 	s.mu.Unlock()
@@ -23,15 +20,15 @@ func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 		res []int64
 		err error
 	)
-	if s.mode == modeHost {
-		res, err = s.eval(ctx, timeout, hostAcquire, s.cfg.prefix, s.token, s.cfg.host, s.cfg.min, s.cfg.max, ttl, now, ttl, restart)
+	if s.cfg.hostMode {
+		res, err = s.eval(ctx, timeout, hostAcquire, s.cfg.prefix, s.token, s.cfg.host, s.cfg.min, s.cfg.max, ttl, now, ttl, restart, slack)
 	} else {
-		res, err = s.eval(ctx, timeout, leaseAcquire, s.cfg.prefix, s.token, s.cfg.min, s.cfg.max, ttl, now, ttl, restart)
+		res, err = s.eval(ctx, timeout, leaseAcquire, s.cfg.prefix, s.token, s.cfg.min, s.cfg.max, ttl, now, ttl, restart, slack)
 	}
 	if err != nil {
 		return err
 	}
-	if err := s.refused(res); err != nil {
+	if err := s.refused(res, now); err != nil {
 		return err
 	}
 	after := res[1]
@@ -46,8 +43,9 @@ func (s *Service) acquire(ctx context.Context, timeout time.Duration) error {
 }
 
 // refused turns an acquire script's refusal into an error, or returns nil
-// for a well-formed {id, after, mark, up}.
-func (s *Service) refused(res []int64) error {
+// for a well-formed {id, after, mark, up}. now is the clock reading the
+// call was sent with.
+func (s *Service) refused(res []int64, now int64) error {
 	if len(res) == 0 {
 		return fmt.Errorf("machineid_redis: acquire script returned nothing")
 	}
@@ -62,7 +60,7 @@ func (s *Service) refused(res []int64) error {
 	switch {
 	case code >= 0 && len(res) == 4:
 		return nil
-	case code == -1 && s.mode == modeLease:
+	case code == -1 && !s.cfg.hostMode:
 		return fmt.Errorf("%w: every ID in %s is leased (%d held, prefix %q)", ErrExhausted, rng, arg(1), s.cfg.prefix)
 	case code == -1:
 		return fmt.Errorf("%w: %sMAX_ID = %d, the end of %s, and host %q has no mapping; host mode never recycles IDs, lease mode does",
@@ -76,8 +74,17 @@ func (s *Service) refused(res []int64) error {
 		return fmt.Errorf("%w: host %q maps to a value that is not a decimal ID (1-15 digits) in %sIP_MACHINE_ID_MAPPING", ErrBadMapping, s.cfg.host, s.cfg.prefix)
 	case code == -5:
 		return fmt.Errorf("%w: %sMAX_ID holds a value that is not a decimal ID (1-15 digits)", ErrBadMapping, s.cfg.prefix)
+	case code == -6:
+		return s.clockAhead(now, arg(1))
 	}
 	return fmt.Errorf("machineid_redis: acquire script returned %v", res)
+}
+
+// clockAhead explains a script's refusal of a clock reading, now, that is
+// more than the slack ahead of the server's time, srv (both in ms).
+func (s *Service) clockAhead(now, srv int64) error {
+	return fmt.Errorf("machineid_redis: this process's clock is %v ahead of the Redis server's; at most %v (safety margin %v + max clock skew %v) is allowed, so that no mark is set more than the TTL and that past the server's time",
+		time.Duration(now-srv)*time.Millisecond, s.slack(), s.cfg.margin, s.cfg.skew)
 }
 
 // renewLease extends the held lease once. It returns errLost if Redis says
@@ -88,20 +95,19 @@ func (s *Service) renewLease(ctx context.Context) error {
 	s.mu.Unlock()
 	sent := time.Now()
 	now, ttl := s.cfg.clock().UnixMilli(), s.cfg.ttl.Milliseconds()
-	res, err := s.eval(ctx, s.cfg.callTimeout, renew, s.cfg.prefix, s.token, id, ttl, now, ttl)
+	res, err := s.eval(ctx, s.cfg.callTimeout, renew, s.cfg.prefix, s.token, id, ttl, now, ttl, s.slack().Milliseconds())
 	switch {
 	case err != nil:
 		return err
 	case len(res) == 2 && res[0] == 1:
 		s.update(id, -1, res[1], sent, false)
 		return nil
-	}
-	s.mu.Lock()
-	changed := s.lease.Valid
-	s.held, s.lease.Valid = false, false
-	s.mu.Unlock()
-	if changed {
-		s.notify()
+	case len(res) == 2 && res[0] == -2:
+		return s.clockAhead(now, res[1])
+	case len(res) == 1 && res[0] == -1:
+		s.lost(taken)
+	default:
+		s.lost(gone)
 	}
 	return errLost
 }
@@ -109,60 +115,11 @@ func (s *Service) renewLease(ctx context.Context) error {
 // errLost reports a renewal that found the lease gone or someone else's.
 var errLost = errors.New("machineid_redis: lease lost")
 
-// update records a lease Redis confirmed for a call sent at sent: it is
-// valid until sent + TTL - margin on the monotonic clock. after < 0 keeps
-// the current After; fresh marks a new acquisition.
-func (s *Service) update(id, after, mark int64, sent time.Time, fresh bool) {
-	deadline := sent.Add(s.cfg.ttl - s.cfg.margin)
-	s.mu.Lock()
-	if s.closed {
-		// Close is waiting for acqMu to release what this call took.
-		s.lease.ID, s.held = id, true
-		s.mu.Unlock()
-		return
-	}
-	old := s.lease
-	s.lease.ID, s.lease.Until = id, msTime(mark)
-	if fresh {
-		s.lease.After = msTime(after)
-	}
-	s.held, s.deadline = true, deadline
-	left := time.Until(deadline)
-	s.lease.Valid = left > 0
-	if left > 0 {
-		s.expiry.Reset(left)
-	}
-	changed := s.lease != old
-	s.mu.Unlock()
-	if changed {
-		s.notify()
-	}
-}
-
-// expire runs at the deadline: unless a renewal moved the deadline on, the
-// lease can no longer be proven, because the server may expire the key
-// from then on (less the margin), so watchers must stop issuing.
-func (s *Service) expire() {
-	s.mu.Lock()
-	changed := false
-	if s.lease.Valid {
-		if left := time.Until(s.deadline); left > 0 {
-			s.expiry.Reset(left)
-		} else {
-			s.lease.Valid, changed = false, true
-		}
-	}
-	s.mu.Unlock()
-	if changed {
-		s.notify()
-	}
-}
-
-// run renews the lease every TTL/3 until Close, and re-acquires one when it
-// is lost. After a failed call it tries again sooner, every TTL/10.
+// run renews the lease every TTL/3 until Release, and acquires one again
+// when it is lost. After a failed call it tries again sooner, every TTL/10.
 func (s *Service) run() {
 	defer close(s.stopped)
-	every, retry := s.cfg.ttl/3, max(s.cfg.ttl/10, 5*time.Millisecond)
+	every, retry := s.cfg.ttl/3, s.cfg.ttl/10
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -172,7 +129,8 @@ func (s *Service) run() {
 		case <-t.C:
 		}
 		next := every
-		if s.refresh() != nil {
+		if err := s.refresh(); err != nil {
+			s.failed(err)
 			next = retry
 		}
 		t.Reset(next)
@@ -193,63 +151,4 @@ func (s *Service) refresh() error {
 		}
 	}
 	return s.acquire(s.ctx, s.cfg.callTimeout)
-}
-
-// eval runs a script with the service's keys, waiting at most timeout
-// whatever the client's settings: go-redis ignores ctx deadlines
-// unless ContextTimeoutEnabled is set, so the call runs in its own
-// goroutine, which finishes when the client gives up. Its late answer is
-// dropped; the scripts are idempotent, so the next call finds its effect.
-func (s *Service) eval(ctx context.Context, timeout time.Duration, sc *redis.Script, args ...any) ([]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type result struct {
-		v   []int64
-		err error
-	}
-	ch := make(chan result, 1)
-	s.inflight.add()
-	go func() {
-		defer s.inflight.done()
-		v, err := sc.Run(ctx, s.client, s.keys, args...).Int64Slice()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		switch {
-		case r.err == nil:
-			return r.v, nil
-		case ctx.Err() != nil: // the client noticed the context first
-			return nil, s.ctxErr(ctx, timeout)
-		}
-		var ne net.Error
-		if errors.As(r.err, &ne) && ne.Timeout() {
-			// The client's own read or dial timeout came first.
-			return nil, fmt.Errorf("%w: %w", ErrTimeout, r.err)
-		}
-		return nil, fmt.Errorf("machineid_redis: redis: %w", r.err)
-	case <-ctx.Done():
-		return nil, s.ctxErr(ctx, timeout)
-	}
-}
-
-// ctxErr explains why a call's context ended: Close ([ErrClosed]), the
-// timeout ([ErrTimeout]) or the caller's own cancellation.
-func (s *Service) ctxErr(ctx context.Context, timeout time.Duration) error {
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%w after %v: %w", ErrTimeout, timeout.Round(time.Millisecond), ctx.Err())
-	case s.ctx.Err() != nil:
-		return ErrClosed
-	}
-	return fmt.Errorf("machineid_redis: %w", ctx.Err())
-}
-
-// msTime converts a mark in ms since the Unix epoch to a time; 0 or less
-// means no mark, the zero Time.
-func msTime(ms int64) time.Time {
-	if ms <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }

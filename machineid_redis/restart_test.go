@@ -42,33 +42,24 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 				old := leased(t, c, mr.WithRange(0, 0))
 				_, err := old.MachineID(acquireCtx(t))
 				require.NoError(t, err)
-				require.NoError(t, old.CloseIssued(time.Now().Add(-time.Second)))
+				require.NoError(t, old.Release(time.Now().Add(-time.Second)))
 				require.Equal(t, "OK", srv.Do("SAVE"))
 			}
 
 			a := leased(t, c, mr.WithRange(0, 0))
-			ga, err := ringflake.New(ringflake.WithMachineIDService(a), ringflake.WithMaxWait(0))
+			ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithMaxWait(0))
 			require.NoError(t, err)
 			defer ga.Close()
 			if tt.snapshot {
-				require.Less(t, a.Lease().After, time.Now(), "a's ID should be free at once before the restart")
+				require.Less(t, ga.Lease().After, time.Now(), "a's ID should be free at once before the restart")
 			}
 			_, err = ga.NextID()
 			require.NoError(t, err)
-			markA := a.Lease().Until
+			markA := ga.Lease().Until
 
-			srv.Stop()
-			srv.Restart()
-			b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
-			gb, err := ringflake.New(ringflake.WithMachineIDService(b), ringflake.WithMaxWait(0))
-			require.NoError(t, err, "the restarted server has ID 0 free")
-			defer gb.Close()
-			require.Equal(t, int64(0), gb.MachineID())
-			assert.False(t, b.Lease().After.Before(markA),
-				"the new holder's After = %v is below the live holder's confirmed mark %v", b.Lease().After, markA)
-
-			// Both issue as fast as they can until b has issued for a while;
-			// a issues until its lease deadline.
+			// a issues as fast as it can, until its lease deadline, while
+			// the server restarts and b takes the ID and waits in New for
+			// its clock to pass the restart floor; then b issues for a while.
 			var (
 				mu  sync.Mutex
 				ids = map[ringflake.ID]string{}
@@ -98,6 +89,20 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 			var bDone atomic.Bool
 			var eg errgroup.Group
 			eg.Go(record(ga, "a", func(int) bool { return bDone.Load() || time.Now().After(end) }))
+
+			srv.Stop()
+			srv.Restart()
+			b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
+			gb, err := ringflake.New(ringflake.WithMachineIDSource(b), ringflake.WithMaxWait(0))
+			if err != nil {
+				bDone.Store(true)
+				_ = eg.Wait()
+			}
+			require.NoError(t, err, "the restarted server has ID 0 free")
+			defer gb.Close()
+			require.Equal(t, int64(0), gb.Lease().ID)
+			assert.False(t, gb.Lease().After.Before(markA),
+				"the new holder's After = %v is below the live holder's confirmed mark %v", gb.Lease().After, markA)
 			eg.Go(func() error {
 				defer bDone.Store(true)
 				return record(gb, "b", func(n int) bool { return n >= 20000 || time.Now().After(end) })()
@@ -130,8 +135,8 @@ func TestRestartFloorCountsFromTheAnswer(t *testing.T) {
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	require.NoError(t, ca.Close()) // a partition: a's renewals fail from here on, so its mark stays put
-	markA := a.Lease().Until
-	require.True(t, a.Lease().Valid, "a holds its lease until its deadline")
+	markA := leaseOf(a).Until
+	require.True(t, leaseOf(a).Held, "a holds its lease until its deadline")
 
 	srv.Stop()
 	srv.Restart() // without a's lease and mark
@@ -149,25 +154,27 @@ func TestRestartFloorCountsFromTheAnswer(t *testing.T) {
 	time.Sleep(3500 * time.Millisecond) // the call waits in the stalled server
 	srv.Resume()
 	require.NoError(t, <-got)
-	assert.False(t, b.Lease().After.Before(markA),
-		"b's After = %v is below the mark %v that the live holder a was confirmed before the restart", b.Lease().After, markA)
+	assert.False(t, leaseOf(b).After.Before(markA),
+		"b's After = %v is below the mark %v that the live holder a was confirmed before the restart", leaseOf(b).After, markA)
 }
 
 // TestMaxClockSkewCoversLostMarks has a holder whose clock runs 2 s ahead
-// issue on ID 0, and Redis then lose every mark. A process on the true
-// clock that takes ID 0 next must start after the old holder's mark: the
-// restart floor alone (clocks taken to agree) falls short, and
+// (of the true one, and of the Redis server's, which its skew allowance of
+// 3 s admits) issue on ID 0, and Redis then lose every mark. A process on
+// the true clock that takes ID 0 next must start after the old holder's
+// mark: the restart floor alone (clocks taken to agree) falls short, and
 // WithMaxClockSkew(3s) covers it.
 func TestMaxClockSkewCoversLostMarks(t *testing.T) {
 	t.Parallel()
-	srv := settled(t, ttl)
+	const skew = 3 * time.Second
+	srv := settled(t, ttl+skew) // no restart floor for a
 	ahead := func() time.Time { return time.Now().Add(2 * time.Second) }
-	a := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithClock(ahead))
-	ga, err := ringflake.New(ringflake.WithMachineIDService(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(0))
+	a := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithClock(ahead), mr.WithMaxClockSkew(skew))
+	ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	_, err = ga.NextID()
 	require.NoError(t, err)
-	markA := a.Lease().Until // on a's clock, 2 s ahead of the true one
+	markA := ga.Lease().Until // on a's clock, 2 s ahead of the true one
 	require.NoError(t, ga.Close())
 
 	srv.Stop()
@@ -176,34 +183,36 @@ func TestMaxClockSkewCoversLostMarks(t *testing.T) {
 	plain := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
 	_, err = plain.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	assert.True(t, plain.Lease().After.Before(markA),
-		"without a skew allowance the floor (%v) should fall short of a mark made 2 s ahead (%v); the option would be pointless", plain.Lease().After, markA)
-	require.NoError(t, plain.Close())
+	assert.True(t, leaseOf(plain).After.Before(markA),
+		"without a skew allowance the floor (%v) should fall short of a mark made 2 s ahead (%v); the option would be pointless", leaseOf(plain).After, markA)
+	require.NoError(t, plain.Release(time.Time{}))
 
-	b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithMaxClockSkew(3*time.Second))
+	b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithMaxClockSkew(skew))
 	_, err = b.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	assert.False(t, b.Lease().After.Before(markA),
-		"with 3 s of skew allowed, After = %v should be at or past the lost mark %v", b.Lease().After, markA)
+	assert.False(t, leaseOf(b).After.Before(markA),
+		"with 3 s of skew allowed, After = %v should be at or past the lost mark %v", leaseOf(b).After, markA)
 }
 
-// TestGeneratorRefusesARangeItCannotEncode gives a generator whose layout
-// has 32 machine IDs a service that may hand out 0..1023. It must refuse
-// at New, before taking a lease: after a later re-acquisition, an ID past
-// 31 would leave the generator without a usable lease for good.
-func TestGeneratorRefusesARangeItCannotEncode(t *testing.T) {
+// TestGeneratorRefusesAnIDItCannotEncode gives a generator whose layout
+// has 32 machine IDs a service whose range starts past them. New must
+// refuse the ID it is handed and release the lease at once, so the ID is
+// free for a process that can use it.
+func TestGeneratorRefusesAnIDItCannotEncode(t *testing.T) {
 	t.Parallel()
 	c := client(t, redistest.Start(t).Addr)
 	layout := ringflake.DefaultLayout()
 	layout.MachineBits, layout.SequenceBits = 5, 17
-	_, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDService(leased(t, c)))
+	_, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, mr.WithRange(32, 1023))))
 	require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
-	assert.Contains(t, err.Error(), "machine ID range of service = 0..1023; valid range within 0..31")
-	keys, err := c.Keys(acquireCtx(t), mr.DefaultPrefix+"*").Result()
-	require.NoError(t, err)
-	assert.Empty(t, keys, "a refused service must not have taken a lease")
+	assert.Contains(t, err.Error(), "machine ID from source = 32; valid range 0..31")
+	for _, pattern := range []string{prefix + "LEASE:*", prefix + "OWNER:*"} {
+		keys, err := c.Keys(acquireCtx(t), pattern).Result()
+		require.NoError(t, err)
+		assert.Empty(t, keys, "a refused ID's lease must be released")
+	}
 
-	g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDService(leased(t, c, mr.WithRange(0, 31))))
+	g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, mr.WithRange(0, 31))))
 	require.NoError(t, err, "a range within the layout is fine")
 	require.NoError(t, g.Close())
 }

@@ -17,34 +17,34 @@ import (
 func TestScriptsAreIdempotent(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	const ttl = 600 * time.Millisecond
+	const ttl = time.Second
 	srv.WaitUptime(ttl) // no restart floor: the previous holder's mark below is the one to inherit
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
-	for _, m := range []mode{modeLease, modeHost} {
-		s, err := newService(c, m, []Option{WithHost("10.9.9.9"), WithRange(1, 1), WithTTL(ttl), WithPrefix("{idem" + string('0'+rune(m)) + "}:")})
+	for m, mode := range []Option{nil, WithHostMapping("10.9.9.9")} {
+		s, err := New(c, mode, WithRange(1, 1), WithTTL(ttl), WithPrefix("{idem"+string('0'+rune(m))+"}:"))
 		require.NoError(t, err)
 		require.NoError(t, c.HSet(ctx, s.keys[0], "1", "5000").Err(), "a previous holder's mark")
 
 		require.NoError(t, s.acquire(ctx, time.Second))
-		first := s.Lease()
+		first := s.current()
 		require.Equal(t, int64(1), first.ID)
 		require.Equal(t, time.UnixMilli(5000), first.After, "After should be the previous holder's mark")
 		require.NoError(t, s.acquire(ctx, time.Second), "a resent acquire")
-		again := s.Lease()
+		again := s.current()
 		assert.Equal(t, first.ID, again.ID, "mode %d: a resent acquire must return the same ID", m)
 		assert.Equal(t, first.After, again.After, "mode %d: a resent acquire must not take its own mark for the previous holder's", m)
-		if m == modeHost {
+		if s.cfg.hostMode {
 			assert.Equal(t, "1", c.Get(ctx, s.cfg.prefix+"MAX_ID").Val(), "a resent host acquire must not INCR again")
 		}
 
 		require.NoError(t, s.renewLease(ctx))
 		require.NoError(t, s.renewLease(ctx), "a resent renewal")
-		assert.True(t, s.Lease().Valid)
+		assert.True(t, s.current().Held)
 
-		require.NoError(t, s.Close())
-		_, err = s.eval(ctx, time.Second, release, s.cfg.prefix, s.token, first.ID)
+		require.NoError(t, s.Release(time.Time{}))
+		_, err = s.eval(ctx, time.Second, release, s.cfg.prefix, s.token, first.ID, -1, ttl.Milliseconds(), s.slack().Milliseconds())
 		require.NoError(t, err, "a resent release")
 		n, err := c.Exists(ctx, s.cfg.prefix+"LEASE:1").Result()
 		require.NoError(t, err)

@@ -20,22 +20,27 @@ import "github.com/redis/go-redis/v9"
 // Every script is idempotent for one token: go-redis resends a call after
 // a network error, and this package calls again after its own timeout, so a
 // second run must find the first run's effect and return the same answer.
+//
+// No script sets a mark more than ahead + slack past the server's time
+// (TIME), where ahead is the TTL and slack the safety margin plus the
+// allowed clock skew: the marks are on the holders' clocks, and a holder
+// whose clock reads further ahead than slack is refused (clockAhead)
+// rather than left to push an ID's mark out of reach of every holder
+// after it.
 
 // luaTake is shared by both acquire scripts. Given id (free or already
 // ours) and after (the mark this token inherited), it takes the lease, raises
 // the mark ahead and returns {id, after, mark}. A retry reuses the after
 // recorded in the owner hash, so it does not mistake its own raised mark for
 // a previous holder's.
-const luaTake = `
+const luaTake = luaClock + `
 local function take(prefix, token, marks, id, after, ttl, now, ahead, up)
   local owner = prefix .. 'OWNER:' .. token
   redis.call('SET', prefix .. 'LEASE:' .. id, token, 'PX', ttl)
   redis.call('DEL', owner)
   redis.call('HSET', owner, 'id', id, 'after', string.format('%.0f', after))
   redis.call('PEXPIRE', owner, ttl)
-  local mark = math.max(tonumber(redis.call('HGET', marks, id) or '0'), now + ahead)
-  redis.call('HSET', marks, id, string.format('%.0f', mark))
-  return {id, after, mark, up}
+  return {id, after, raise(marks, id, now + ahead), up}
 end
 
 -- restartUp returns how long the server has been up, in ms, while that is
@@ -86,19 +91,55 @@ local function mine(prefix, token)
 end
 `
 
+// luaClock holds the helpers that keep marks within reach of the server's
+// time, shared by every script.
+const luaClock = `
+-- serverMs returns the server's time in ms since the Unix epoch.
+local function serverMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- clockAhead returns the server's time if the caller's clock, now, reads
+-- more than slack ahead of it, so that a mark now + ahead would be more
+-- than ahead + slack past the server's time; else nil.
+local function clockAhead(now, slack)
+  local srv = serverMs()
+  if now > srv + slack then
+    return srv
+  end
+  return nil
+end
+
+-- raise sets the id's mark to to, if that is higher, and returns the mark.
+local function raise(marks, id, to)
+  local mark = tonumber(redis.call('HGET', marks, id) or '0')
+  if to > mark then
+    mark = to
+    redis.call('HSET', marks, id, string.format('%.0f', mark))
+  end
+  return mark
+end
+`
+
 // leaseAcquire takes the lowest free ID in lo..hi whose mark is already in
 // the past on the caller's clock; failing that, the free ID with the lowest
 // mark, whose holder must then wait for its clock to pass the mark.
 //
 //	KEYS[1] marks
-//	ARGV    prefix, token, lo, hi, ttl ms, now ms, ahead ms, restart ms
-//	returns {id, after, mark, up}, or {-1, held} when every ID is held;
+//	ARGV    prefix, token, lo, hi, ttl ms, now ms, ahead ms, restart ms, slack ms
+//	returns {id, after, mark, up}, or {-1, held} when every ID is held, or
+//	{-6, server ms} when now is more than slack ahead of the server's time;
 //	up is the server's uptime in ms while the restart floor applies, else -1
 var leaseAcquire = redis.NewScript(luaTake + `
 local prefix, token, marks = ARGV[1], ARGV[2], KEYS[1]
 local lo, hi = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ttl, now, ahead = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local restart = tonumber(ARGV[8])
+local restart, slack = tonumber(ARGV[8]), tonumber(ARGV[9])
+local srv = clockAhead(now, slack)
+if srv then
+  return {-6, srv}
+end
 local up = restartUp(restart)
 local id, after = mine(prefix, token)
 if id then
@@ -129,11 +170,11 @@ return take(prefix, token, marks, best, bestMark, ttl, now, ahead, up)
 // host is refused rather than sharing the ID.
 //
 //	KEYS[1] marks, KEYS[2] mapping, KEYS[3] max id
-//	ARGV    prefix, token, host, lo, hi, ttl ms, now ms, ahead ms, restart ms
+//	ARGV    prefix, token, host, lo, hi, ttl ms, now ms, ahead ms, restart ms, slack ms
 //	returns {id, after, mark, up} as leaseAcquire; {-1, last} when the range is used up;
 //	{-2, id, pttl} when another owner holds the host's ID; {-3, id} when the
 //	mapping holds an ID outside lo..hi; {-4} when it holds something that is
-//	not a decimal ID; {-5} when max id does not
+//	not a decimal ID; {-5} when max id does not; {-6, server ms} as leaseAcquire
 //
 // A decimal ID here is 1 to 15 ASCII digits, which a Lua number holds
 // exactly. Anything else ("5.5", "-0", "nan", " 5") is refused: Lua's
@@ -149,7 +190,11 @@ local prefix, token, marks, mapping, maxid = ARGV[1], ARGV[2], KEYS[1], KEYS[2],
 local host = ARGV[3]
 local lo, hi = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl, now, ahead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local restart = tonumber(ARGV[9])
+local restart, slack = tonumber(ARGV[9]), tonumber(ARGV[10])
+local srv = clockAhead(now, slack)
+if srv then
+  return {-6, srv}
+end
 local up = restartUp(restart)
 local id, after = mine(prefix, token)
 if id then
@@ -186,20 +231,29 @@ return take(prefix, token, marks, id, markOf(marks, id, restartFloor(now, up, re
 // renew extends the token's lease on id and raises the mark ahead.
 //
 //	KEYS[1] marks
-//	ARGV    prefix, token, id, ttl ms, now ms, ahead ms
-//	returns {1, mark}, or {0} when the lease is no longer this token's
-var renew = redis.NewScript(`
+//	ARGV    prefix, token, id, ttl ms, now ms, ahead ms, slack ms
+//	returns {1, mark}; {0} when no lease is on id; {-1} when another owner
+//	holds it; {-2, server ms} when now is more than slack ahead of the
+//	server's time, and then the lease is left to run out
+var renew = redis.NewScript(luaClock + `
 local prefix, token, marks, id = ARGV[1], ARGV[2], KEYS[1], ARGV[3]
 local ttl, now, ahead = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local slack = tonumber(ARGV[7])
 local lease = prefix .. 'LEASE:' .. id
-if redis.call('GET', lease) ~= token then
+local holder = redis.call('GET', lease)
+if holder ~= token then
+  if holder then
+    return {-1}
+  end
   return {0}
+end
+local srv = clockAhead(now, slack)
+if srv then
+  return {-2, srv}
 end
 redis.call('PEXPIRE', lease, ttl)
 redis.call('PEXPIRE', prefix .. 'OWNER:' .. token, ttl)
-local mark = math.max(tonumber(redis.call('HGET', marks, id) or '0'), now + ahead)
-redis.call('HSET', marks, id, string.format('%.0f', mark))
-return {1, mark}
+return {1, raise(marks, id, now + ahead)}
 `)
 
 // release drops the token's lease: the one its owner hash names, and the
@@ -207,29 +261,35 @@ return {1, mark}
 // the token's. The mark stays, so the next holder does not reuse the ticks
 // this one may have issued, unless the caller says how far it really
 // issued (issued ms >= 0): then the mark of the lease the owner hash names
-// comes down to that, but never below the mark this token inherited.
-// Looking the lease up by token also frees one taken by a call whose
-// answer the caller never saw.
+// comes down to that, but never below the mark this token inherited; or,
+// if the holder issued past its mark, goes up to that, but never more than
+// ahead + slack past the server's time. Looking the lease up by token also
+// frees one taken by a call whose answer the caller never saw.
 //
 //	KEYS[1] marks
-//	ARGV    prefix, token, id, issued ms (-1: keep the mark)
+//	ARGV    prefix, token, id, issued ms (-1: keep the mark), ahead ms, slack ms
 //	returns {n}, the number of leases released
-var release = redis.NewScript(`
+var release = redis.NewScript(luaClock + `
 local prefix, token = ARGV[1], ARGV[2]
-local issued = tonumber(ARGV[4] or '-1')
+local issued = tonumber(ARGV[4])
+local ahead, slack = tonumber(ARGV[5]), tonumber(ARGV[6])
 local owner = prefix .. 'OWNER:' .. token
 local ownID = redis.call('HGET', owner, 'id')
 local after = tonumber(redis.call('HGET', owner, 'after') or '0')
 local n = 0
-for _, id in ipairs({ownID, ARGV[3]}) do
+-- false, not nil, for a missing owner hash: ipairs stops at a nil.
+for _, id in ipairs({ownID or false, ARGV[3]}) do
   local lease = prefix .. 'LEASE:' .. tostring(id)
   if id and redis.call('GET', lease) == token then
     redis.call('DEL', lease)
     n = n + 1
     if issued >= 0 and tostring(id) == tostring(ownID) then
+      local mark = tonumber(redis.call('HGET', KEYS[1], id) or '0')
       local low = math.max(issued, after)
-      if low < tonumber(redis.call('HGET', KEYS[1], id) or '0') then
+      if low < mark then
         redis.call('HSET', KEYS[1], id, string.format('%.0f', low))
+      elseif issued > mark then
+        raise(KEYS[1], id, math.min(issued, serverMs() + ahead + slack))
       end
     end
   end

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -14,32 +15,24 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 )
 
-// mode says how a Service picks its machine ID.
-type mode uint8
-
-const (
-	modeLease mode = iota // the lowest free ID in the range
-	modeHost              // the host's ID from the seed's mapping
-)
-
 // Service hands out machine IDs held on Redis leases. It implements
-// [machineid.Leaser]: give it to ringflake.WithMachineIDService and the
-// generator follows the lease and releases it on Close. Make one with
-// [NewLeased] or [NewHostMapped]; one Service serves one generator.
+// [machineid.Leaser]: give it to ringflake.WithMachineIDSource and the
+// generator follows the lease, waits out the mark it inherited, and
+// releases it on Close. Make one with [New]; one Service serves one
+// generator, once: after Release it hands out nothing.
 //
 // After the first successful MachineID, a background goroutine renews the
 // lease every TTL/3 and, when the lease is lost, acquires one again
-// (possibly a different ID in lease mode) until Close.
+// (possibly a different ID in lease mode) until Release.
 //
 // All methods are safe for concurrent use.
 type Service struct {
-	client redis.UniversalClient // written once by newService
-	cfg    config                // written once by newService
-	mode   mode                  // written once by newService
-	token  string                // random owner token, written once by newService
-	keys   []string              // the script's KEYS, written once by newService
+	client redis.UniversalClient // written once by New
+	cfg    config                // written once by New
+	token  string                // random owner token, written once by New
+	keys   []string              // the scripts' KEYS, written once by New
 
-	ctx    context.Context    // done when Close starts; ends in-flight calls
+	ctx    context.Context    // done when Release starts; ends in-flight calls
 	cancel context.CancelFunc // cancels ctx
 
 	// acqMu serializes the calls that change the lease in Redis
@@ -49,52 +42,40 @@ type Service struct {
 	mu       sync.Mutex      // protects the fields below
 	lease    machineid.Lease // what watchers see; ID -1 before the first lease
 	held     bool            // the last answer from Redis said the token holds lease.ID
-	deadline time.Time       // with a monotonic reading: lease.Valid ends here
+	deadline time.Time       // with a monotonic reading: lease.Held ends here
+	loss     loss            // why the lease was lost, while it is
+	lastErr  error           // the latest failed call since the last that succeeded
+	lastOK   time.Time       // when the last call that succeeded was sent
 	started  bool            // the renewer is running
 	tried    bool            // an acquire call was made, so there may be a lease to release
-	closed   bool
+	released bool
 
 	wmu      sync.Mutex // serializes deliveries to watchers; protects watchers and nextW
 	watchers map[int]func(machineid.Lease)
 	nextW    int
 
-	inflight  calls         // Redis calls still running, even if eval gave up on them
-	expiry    *time.Timer   // calls expire at the deadline; written once by newService
-	stopped   chan struct{} // closed when the renewer returns
-	closeOnce sync.Once
-	closeErr  error // written inside closeOnce
+	inflight    calls         // Redis calls still running, even if eval gave up on them
+	expiry      *time.Timer   // the lease lapses at the deadline; written once by New
+	stopped     chan struct{} // closed when the renewer returns
+	releaseOnce sync.Once
+	releaseErr  error // written inside releaseOnce
 }
 
-var _ machineid.IssuedCloser = (*Service)(nil)
+var _ machineid.Leaser = (*Service)(nil)
 
-// NewLeased returns a Service in lease mode, the recommended one: each
-// process takes the lowest free machine ID in the range, holds it with a
-// random owner token and a TTL, and releases it on Close. It returns an
-// error wrapping [ErrInvalidConfig] if an option is out of range or the
-// prefix lacks a hash tag on a multi-node client. It does not contact
-// Redis; the first MachineID does.
-func NewLeased(client redis.UniversalClient, opts ...Option) (*Service, error) {
-	return newService(client, modeLease, opts)
-}
-
-// NewHostMapped returns a Service in host mode, compatible with the seed's
-// keys and data: the host's ID is looked up in <prefix>IP_MACHINE_ID_MAPPING
-// and, if absent, the one after <prefix>MAX_ID is handed out, in one atomic
-// script that never goes past the range. The ID is then leased like in
-// lease mode, so a second live process on the same host is refused with
-// [ErrHostInUse] instead of sharing the ID. IDs are never recycled, so
-// host churn can exhaust the range ([ErrExhausted]). It returns the errors
-// of [NewLeased], and one wrapping [ErrInvalidConfig] if no host name was
-// given and the host has no private IPv4 address.
-func NewHostMapped(client redis.UniversalClient, opts ...Option) (*Service, error) {
-	return newService(client, modeHost, opts)
-}
-
-func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, error) {
-	c := config{prefix: DefaultPrefix, min: 0, max: 1023, ttl: DefaultTTL, clock: time.Now}
-	if m == modeHost {
-		c.min = 1 // the seed's IDs start at 1
-	}
+// New returns a Service that leases machine IDs from Redis through client:
+// in lease mode, the default and the recommended one, each process takes
+// the lowest free machine ID in the range and holds it with a random owner
+// token and a TTL; [WithHostMapping] selects host mode instead. New does
+// not contact Redis; the first MachineID does.
+//
+// New returns an error wrapping ringflake.ErrInvalidConfig, naming the
+// value and the valid range, if client is nil, an option is out of range,
+// the prefix lacks a hash tag on a multi-node client, or host mode was
+// asked for without a host name and this host has neither a private IPv4
+// address nor a hostname.
+func New(client redis.UniversalClient, opts ...Option) (*Service, error) {
+	var c config
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -103,7 +84,7 @@ func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, 
 	if err := c.validate(client); err != nil {
 		return nil, err
 	}
-	if m == modeHost && c.host == "" {
+	if c.hostMode && c.host == "" {
 		h, err := defaultHost()
 		if err != nil {
 			return nil, err
@@ -115,14 +96,13 @@ func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, 
 	s := &Service{
 		client:   client,
 		cfg:      c,
-		mode:     m,
 		token:    hex.EncodeToString(b[:]),
 		keys:     []string{c.prefix + "MARKS"},
 		lease:    machineid.Lease{ID: -1},
 		watchers: make(map[int]func(machineid.Lease)),
 		stopped:  make(chan struct{}),
 	}
-	if m == modeHost {
+	if c.hostMode {
 		s.keys = append(s.keys, c.prefix+"IP_MACHINE_ID_MAPPING", c.prefix+"MAX_ID")
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -131,68 +111,15 @@ func newService(client redis.UniversalClient, m mode, opts []Option) (*Service, 
 	return s, nil
 }
 
-// settle waits, at most the call timeout, for calls that eval gave up on
-// when Close began, so that a lease one of them took is in Redis, under
-// this token, before the release looks for it. The caller holds acqMu, so
-// no call starts meanwhile.
-func (s *Service) settle() {
-	t := time.NewTimer(s.cfg.callTimeout)
-	defer t.Stop()
-	select {
-	case <-s.inflight.idle():
-	case <-t.C:
-	}
-}
-
-// calls counts Redis calls in flight. Unlike a sync.WaitGroup, it can be
-// waited on with a timeout, and counting up again while a timed-out waiter
-// has gone is fine: settle gives up on stuck calls, and the release that
-// follows is a call too. The zero value is ready to use.
-type calls struct {
-	mu     sync.Mutex
-	n      int
-	idleCh chan struct{} // closed when n drops to 0; replaced when n leaves 0
-}
-
-func (c *calls) add() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == 0 {
-		c.idleCh = make(chan struct{})
-	}
-	c.n++
-}
-
-func (c *calls) done() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n--
-	if c.n == 0 {
-		close(c.idleCh)
-	}
-}
-
-// idle returns a channel that is closed once no call is in flight.
-func (c *calls) idle() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == 0 {
-		return closedCh
-	}
-	return c.idleCh
-}
-
-var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // defaultHost is the host mode's name for this host: its first private
 // IPv4 address, as the seed's mapping uses, or else its hostname.
 func defaultHost() (string, error) {
-	if ip, err := machineid.PrivateIPv4(); err == nil {
-		return ip.String(), nil
+	if n, err := machineid.PrivateIP(1<<32 - 1).MachineID(context.Background()); err == nil {
+		return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String(), nil
 	}
 	h, err := os.Hostname()
 	if err != nil || h == "" {
-		return "", fmt.Errorf("%w: no host name given, no private IPv4 address and no hostname (%v)", ErrInvalidConfig, err)
+		return "", configErr("host mode without a host name, and this host has no private IPv4 address and no hostname (%v)", err)
 	}
 	return h, nil
 }
@@ -200,19 +127,21 @@ func defaultHost() (string, error) {
 // MachineID returns the leased machine ID, acquiring a lease first if the
 // service holds none, and then starts renewing it in the background. It
 // makes at most one acquire call, bounded by ctx's deadline if it has one,
-// else by the call timeout. It
-// returns an error wrapping [ErrExhausted], [ErrHostInUse],
-// [ErrBadMapping], [ErrTimeout], [ErrClosed], or the client's error.
+// else by the call timeout. It returns an error wrapping [ErrExhausted],
+// [ErrHostInUse], [ErrBadMapping], [ErrTimeout] or the client's error;
+// one that says this process's clock is too far ahead of the server's
+// (see [WithMaxClockSkew]); or, after Release, one wrapping
+// ringflake.ErrClosed.
 func (s *Service) MachineID(ctx context.Context) (int64, error) {
 	s.acqMu.Lock()
 	defer s.acqMu.Unlock()
 	s.mu.Lock()
-	closed, l := s.closed, s.lease
+	released, l := s.released, s.lease
 	s.mu.Unlock()
 	switch {
-	case closed:
-		return -1, ErrClosed
-	case l.Valid:
+	case released:
+		return -1, errReleased
+	case l.Held:
 		return l.ID, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -225,14 +154,15 @@ func (s *Service) MachineID(ctx context.Context) (int64, error) {
 		timeout = time.Until(d)
 	}
 	if err := s.acquire(ctx, timeout); err != nil {
+		s.failed(err)
 		return -1, err
 	}
 	s.mu.Lock()
-	id, closed, start := s.lease.ID, s.closed, !s.started
-	s.started = s.started || !closed
+	id, released, start := s.lease.ID, s.released, !s.started
+	s.started = s.started || !released
 	s.mu.Unlock()
-	if closed {
-		return -1, ErrClosed // Close releases what was just taken
+	if released {
+		return -1, errReleased // Release frees what was just taken
 	}
 	if start {
 		go s.run()
@@ -240,85 +170,90 @@ func (s *Service) MachineID(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// Lease returns the current lease: the one watchers were last told about,
-// or about to be. Its ID is -1 before the first acquisition.
-func (s *Service) Lease() machineid.Lease {
+// Release stops renewing, gives the lease up in Redis and reports a lease
+// that is not held to watchers, with an Err wrapping ringflake.ErrClosed.
+// issued is the latest time the holder issued an ID with: the ID's mark,
+// raised up to a TTL ahead by renewals, comes down to it, so the ID's next
+// holder need not wait out a mark nobody used; but never below the mark
+// this Service inherited. The zero Time means unknown and keeps the mark.
+// A generator made with ringflake.WithMachineIDSource calls Release from
+// its own Close.
+//
+// Release waits for calls in flight to end, then for the release call,
+// each at most the call timeout; a Service that never tried to acquire
+// does not contact Redis. It acts once: later calls return the first
+// one's error, which is the release call's, if any. Watchers must not call
+// Release from their callback.
+func (s *Service) Release(issued time.Time) error {
+	s.releaseOnce.Do(func() { s.releaseErr = s.release(issued) })
+	return s.releaseErr
+}
+
+func (s *Service) release(issued time.Time) error {
+	s.change(func() { s.released, s.lease.Held = true, false })
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lease
-}
-
-// Range returns the machine IDs the service may hand out, as set by
-// [WithRange]. It implements [machineid.Ranger], so a generator whose
-// layout has fewer machine IDs refuses the service when it is made, not
-// after a later re-acquisition takes an ID it cannot use.
-func (s *Service) Range() (lo, hi int64) { return s.cfg.min, s.cfg.max }
-
-// Token returns the random owner token that this service's leases carry in
-// Redis, for matching a lease key to its process when debugging.
-func (s *Service) Token() string { return s.token }
-
-// Close stops renewing, releases the lease in Redis and reports an invalid
-// lease to watchers. The ID's high-water mark stays, so its next holder
-// does not reuse ticks this one may have issued. Close waits for calls in
-// flight to end, then for the release, each at most the call timeout; a
-// Service that never tried to acquire does not contact Redis. Every call
-// returns the release's error, if any. Watchers must not call Close from
-// their callback.
-func (s *Service) Close() error { return s.close(-1) }
-
-// CloseIssued is Close for a holder that issued no ID with a time later
-// than issued (the zero Time: none). The ID's mark, raised ahead of time by
-// renewals, comes down to issued, but never below the mark this service
-// inherited, so the ID's next holder can start at once instead of waiting
-// out a mark nobody used. A generator made with
-// ringflake.WithMachineIDService calls it from its own Close. Like Close,
-// it acts once; later calls of either return the first one's error.
-func (s *Service) CloseIssued(issued time.Time) error {
-	ms := int64(0)
-	if !issued.IsZero() {
-		ms = (issued.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond) // round up
+	started := s.started
+	s.mu.Unlock()
+	s.cancel()
+	if started {
+		<-s.stopped
 	}
-	return s.close(max(ms, 0))
-}
-
-// close releases the lease; issuedMs >= 0 lowers the mark to it (see the
-// release script), -1 keeps the mark.
-func (s *Service) close(issuedMs int64) error {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.lease.Valid = false
-		started := s.started
-		s.mu.Unlock()
-		s.cancel()
-		if started {
-			<-s.stopped
-		}
-		s.expiry.Stop()
-		s.acqMu.Lock() // no call starts after this: MachineID sees closed
-		s.settle()
-		s.mu.Lock()
-		id := s.lease.ID
-		if issuedMs >= 0 && !s.lease.After.IsZero() {
+	s.expiry.Stop()
+	s.acqMu.Lock() // no call starts after this: MachineID sees released
+	defer s.acqMu.Unlock()
+	s.settle()
+	s.mu.Lock()
+	id, after, tried := s.lease.ID, s.lease.After, s.tried
+	s.held = false
+	s.mu.Unlock()
+	if !tried {
+		return nil
+	}
+	issuedMs := int64(-1) // keep the mark
+	if !issued.IsZero() {
+		issuedMs = max(ceilMs(issued), 0)
+		if !after.IsZero() {
 			// Never below the After this holder was given: it may be
 			// above the one the script stored (see acquire).
-			issuedMs = max(issuedMs, s.lease.After.UnixMilli())
+			issuedMs = max(issuedMs, after.UnixMilli())
 		}
-		s.held = false
-		tried := s.tried
-		s.mu.Unlock()
-		if tried {
-			if _, err := s.eval(context.Background(), s.cfg.callTimeout, release, s.cfg.prefix, s.token, id, issuedMs); err != nil {
-				what := fmt.Sprintf("machine ID %d", id)
-				if id < 0 {
-					what = "whatever an unanswered acquire call took"
-				}
-				s.closeErr = fmt.Errorf("machineid_redis: releasing %s: %w", what, err)
-			}
+	}
+	_, err := s.eval(context.Background(), s.cfg.callTimeout, release,
+		s.cfg.prefix, s.token, id, issuedMs, s.cfg.ttl.Milliseconds(), s.slack().Milliseconds())
+	if err != nil {
+		what := fmt.Sprintf("machine ID %d", id)
+		if id < 0 {
+			what = "whatever an unanswered acquire call took"
 		}
-		s.acqMu.Unlock()
-		s.notify()
-	})
-	return s.closeErr
+		return fmt.Errorf("machineid_redis: releasing %s: %w", what, err)
+	}
+	return nil
+}
+
+// ceilMs returns t in ms since the Unix epoch, rounded up, so that a mark
+// made from it covers every instant up to t.
+func ceilMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// slack is how far this process's clock may read ahead of the server's:
+// the safety margin plus the allowed skew. No mark is set further than the
+// TTL plus slack past the server's time.
+func (s *Service) slack() time.Duration { return s.cfg.margin + s.cfg.skew }
+
+// settle waits, at most the call timeout, for calls that eval gave up on
+// when Release began, so that a lease one of them took is in Redis, under
+// this token, before the release looks for it. The caller holds acqMu, so
+// no call starts meanwhile.
+func (s *Service) settle() {
+	t := time.NewTimer(s.cfg.callTimeout)
+	defer t.Stop()
+	select {
+	case <-s.inflight.idle():
+	case <-t.C:
+	}
 }

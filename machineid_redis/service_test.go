@@ -3,7 +3,9 @@ package machineid_redis_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,9 +21,13 @@ import (
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
-// ttl is short so that expiry scenarios take about a second, and long
-// enough that a loaded machine running tests in parallel keeps its leases.
-const ttl = 600 * time.Millisecond
+// ttl is the shortest TTL a Service takes, so that expiry scenarios take
+// about a second; it is long enough that a loaded machine running tests in
+// parallel keeps its leases.
+const ttl = time.Second
+
+// prefix is the default key prefix.
+const prefix = "{ringflake}:"
 
 // settled starts a server and waits until it has been up for d, so that a
 // first lease finds no restart floor (see TestRedisRestartWithLiveHolder):
@@ -42,10 +48,18 @@ func client(t *testing.T, addr string) *redis.Client {
 
 func leased(t *testing.T, c redis.UniversalClient, opts ...mr.Option) *mr.Service {
 	t.Helper()
-	s, err := mr.NewLeased(c, append([]mr.Option{mr.WithTTL(ttl)}, opts...)...)
+	s, err := mr.New(c, append([]mr.Option{mr.WithTTL(ttl)}, opts...)...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { _ = s.Release(time.Time{}) })
 	return s
+}
+
+// leaseOf returns s's lease as a watcher sees it now. Reading l after stop
+// is safe: stop waits for a delivery in progress.
+func leaseOf(s *mr.Service) machineid.Lease {
+	var l machineid.Lease
+	s.Watch(func(x machineid.Lease) { l = x })()
+	return l
 }
 
 // acquireMany has n services acquire concurrently and returns their IDs.
@@ -114,13 +128,14 @@ func TestReleasedIDIsReused(t *testing.T) {
 	a := leased(t, c, mr.WithRange(0, 0))
 	id, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	require.NoError(t, a.Close())
-	assert.False(t, a.Lease().Valid, "a closed service's lease should be invalid")
+	require.NoError(t, a.Release(time.Time{}))
+	assert.False(t, leaseOf(a).Held, "a released service's lease should not be held")
+	assert.ErrorIs(t, leaseOf(a).Err, ringflake.ErrClosed, "a released service's lease should say why it is not held")
 	b := leased(t, c, mr.WithRange(0, 0))
 	got, err := b.MachineID(acquireCtx(t))
 	require.NoError(t, err, "a released ID should be free at once")
 	assert.Equal(t, id, got)
-	assert.Equal(t, a.Lease().Until, b.Lease().After, "the new holder should inherit the old holder's mark")
+	assert.Equal(t, leaseOf(a).Until, leaseOf(b).After, "the new holder should inherit the old holder's mark")
 }
 
 func TestCrashedHoldersIDIsReclaimedAfterTTL(t *testing.T) {
@@ -130,7 +145,7 @@ func TestCrashedHoldersIDIsReclaimedAfterTTL(t *testing.T) {
 	a := leased(t, crashing, mr.WithRange(0, 0))
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	mark := a.Lease().Until
+	mark := leaseOf(a).Until
 	require.NoError(t, crashing.Close()) // from now on a can neither renew nor release, as if it died
 
 	b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
@@ -140,8 +155,9 @@ func TestCrashedHoldersIDIsReclaimedAfterTTL(t *testing.T) {
 		id, err := b.MachineID(acquireCtx(t))
 		return err == nil && id == 0
 	}, 10*ttl, ttl/10, "the crashed holder's ID should come back after its TTL")
-	assert.False(t, b.Lease().After.Before(mark), "After = %v; want at least the crashed holder's mark %v", b.Lease().After, mark)
-	assert.Eventually(t, func() bool { return !a.Lease().Valid }, 2*ttl, ttl/20, "the crashed holder should have stopped vouching for its lease")
+	assert.False(t, leaseOf(b).After.Before(mark), "After = %v; want at least the crashed holder's mark %v", leaseOf(b).After, mark)
+	assert.Eventually(t, func() bool { return !leaseOf(a).Held }, 2*ttl, ttl/20, "the crashed holder should have stopped vouching for its lease")
+	assert.ErrorContains(t, leaseOf(a).Err, "client is closed", "the lapsed lease should carry the error its renewals got")
 }
 
 func TestWatchFollowsTheLease(t *testing.T) {
@@ -163,13 +179,15 @@ func TestWatchFollowsTheLease(t *testing.T) {
 		defer mu.Unlock()
 		return len(seen) >= 3 // before, acquired, renewed
 	}, 5*ttl, ttl/20, "a renewal should be reported")
-	require.NoError(t, s.Close())
+	require.NoError(t, s.Release(time.Time{}))
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, int64(-1), seen[0].ID, "the first report should say nothing is held yet")
-	assert.True(t, seen[1].Valid, "the acquisition should be reported valid")
+	assert.True(t, seen[1].Held, "the acquisition should be reported held")
 	assert.True(t, seen[2].Until.After(seen[1].Until), "a renewal should raise Until")
-	assert.False(t, seen[len(seen)-1].Valid, "Close should be reported as an invalid lease")
+	last := seen[len(seen)-1]
+	assert.False(t, last.Held, "Release should be reported as a lease not held")
+	assert.ErrorIs(t, last.Err, ringflake.ErrClosed, "Release should be reported as the reason")
 }
 
 // nextUntil calls NextID until it fails or the deadline passes and returns
@@ -192,7 +210,7 @@ func TestRedisStoppedMidRun(t *testing.T) {
 	t.Parallel()
 	srv := settled(t, ttl)
 	svc := leased(t, client(t, srv.Addr))
-	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	defer g.Close()
 
@@ -219,6 +237,16 @@ func TestRedisStoppedMidRun(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Less(t, lost.Sub(stopped), ttl, "it must stop before the TTL could have run out on the server")
 	assert.NotEmpty(t, during, "it should keep serving until the lease deadline")
+	assert.ErrorContains(t, err, "lease on machine ID 0 expired, as no renewal succeeded: machineid_redis: redis call timed out")
+	// The client tries to dial for a while before it says why; by then
+	// the error names the cause.
+	assert.Eventually(t, func() bool {
+		_, err = g.NextID()
+		return errors.Is(err, ringflake.ErrLeaseLost) && errors.Is(err, syscall.ECONNREFUSED)
+	}, 10*ttl, ttl/20, "the error should come to carry the cause, Redis refusing connections: %v", err)
+	assert.ErrorIs(t, g.Lease().Err, syscall.ECONNREFUSED, "the generator's Lease should say why it is not held")
+	assert.ErrorContains(t, g.Lease().Err, "connect: connection refused")
+	assert.False(t, g.Lease().Held)
 
 	srv.Restart()
 	var after []ringflake.ID
@@ -236,7 +264,7 @@ func TestRedisPausedMidRun(t *testing.T) {
 	t.Parallel()
 	srv := settled(t, ttl)
 	svc := leased(t, client(t, srv.Addr))
-	g, err := ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	defer g.Close()
 	_, err = g.NextID()
@@ -244,6 +272,11 @@ func TestRedisPausedMidRun(t *testing.T) {
 	srv.Pause() // a hung server: the calls time out rather than fail
 	_, err = nextUntil(g, 10*ttl)
 	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
+	// A renewal times out after TTL/3, before the lease's deadline; on a
+	// loaded machine the deadline may come first, which the error says.
+	if !errors.Is(err, mr.ErrTimeout) {
+		assert.ErrorContains(t, err, "expired before a renewal answered", "the error should give the cause")
+	}
 	srv.Resume()
 	require.Eventually(t, func() bool { _, err := g.NextID(); return err == nil }, 10*ttl, ttl/20,
 		"the generator should recover when Redis answers again")
@@ -267,7 +300,7 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 			clockA := fakeclock.New(start)
 			a := leased(t, c, mr.WithRange(0, tt.ids-1), mr.WithClock(clockA.Now))
 			// A generous MaxWait rides out a lease that lapses on a loaded machine.
-			ga, err := ringflake.New(ringflake.WithMachineIDService(a), ringflake.WithClock(clockA.Now), ringflake.WithMaxWait(10*ttl))
+			ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithClock(clockA.Now), ringflake.WithMaxWait(10*ttl))
 			require.NoError(t, err)
 			var ids []ringflake.ID
 			for range 100 {
@@ -278,32 +311,46 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 			}
 			require.NoError(t, ga.Close())
 
-			// The process restarts with its clock 5s behind.
+			// The process restarts with its clock 5s behind. New waits, in
+			// real time, for the clock to pass the mark its ID inherited.
 			clockB := fakeclock.New(clockA.Now().Add(-5 * time.Second))
 			b := leased(t, c, mr.WithRange(0, tt.ids-1), mr.WithClock(clockB.Now))
-			gb, err := ringflake.New(ringflake.WithMachineIDService(b), ringflake.WithClock(clockB.Now), ringflake.WithMaxWait(0))
-			require.NoError(t, err)
-			defer gb.Close()
-			require.Equal(t, tt.wantID, gb.MachineID())
-			if tt.waits {
-				// Until the clock passes the mark, every call fails; once the
-				// lease is confirmed, with ErrClockBehind.
-				for {
-					id, err := gb.NextID()
-					require.Error(t, err, "NextID() = %d; the new holder must not issue at or below the previous mark", id)
-					if !errors.Is(err, ringflake.ErrLeaseLost) {
-						require.ErrorIs(t, err, ringflake.ErrClockBehind)
-						break
-					}
-					time.Sleep(ttl / 20)
-				}
-				clockB.Set(b.Lease().After.Add(time.Millisecond))
-				require.Eventually(t, func() bool { _, err := gb.NextID(); return err == nil }, 10*ttl, ttl/20,
-					"once the clock passes the mark, a renewal should open the window")
-			} else {
-				require.Eventually(t, func() bool { _, err := gb.NextID(); return err == nil }, 10*ttl, ttl/20,
-					"a spare ID whose mark has passed should serve at once")
+			type made struct {
+				g   *ringflake.Generator
+				err error
 			}
+			done := make(chan made, 1)
+			go func() {
+				g, err := ringflake.New(ringflake.WithMachineIDSource(b), ringflake.WithClock(clockB.Now), ringflake.WithMaxWait(0))
+				done <- made{g, err}
+			}()
+			if tt.waits {
+				var after time.Time
+				require.Eventually(t, func() bool { l := leaseOf(b); after = l.After; return l.Held }, 10*ttl, ttl/20,
+					"the new holder should take the only ID")
+				require.True(t, after.After(clockB.Now()), "the inherited mark %v should be ahead of the new holder's clock %v", after, clockB.Now())
+				select {
+				case m := <-done:
+					require.Failf(t, "New returned while the clock was behind the inherited mark", "error %v", m.err)
+				case <-time.After(ttl / 2):
+				}
+				clockB.Set(after.Add(time.Millisecond))
+			}
+			m := <-done
+			require.NoError(t, m.err)
+			gb := m.g
+			defer gb.Close()
+			require.Equal(t, tt.wantID, gb.Lease().ID)
+			require.False(t, gb.Lease().After.After(clockB.Now()), "New returned before the clock passed the mark")
+			// The mark the ID was taken with may equal the inherited one
+			// when the clock is behind; the next renewal opens the window.
+			require.Eventually(t, func() bool {
+				id, err := gb.NextID()
+				if err == nil {
+					ids = append(ids, id)
+				}
+				return err == nil
+			}, 10*ttl, ttl/20, "once New has returned, a renewal should let the generator issue")
 			for range 100 {
 				clockB.Add(time.Millisecond)
 				id, err := gb.NextID()
@@ -335,37 +382,51 @@ func TestConfigErrors(t *testing.T) {
 		{"inverted range", single, []mr.Option{mr.WithRange(9, 3)}, "range 9..3"},
 		{"negative range", single, []mr.Option{mr.WithRange(-1, 3)}, "range -1..3"},
 		{"range past what Lua spells exactly", single, []mr.Option{mr.WithRange(0, 1e14)}, "range 0..100000000000000; want 0 <= min <= max <= 99999999999999"},
-		{"largest range end", single, []mr.Option{mr.WithRange(mr.MaxID, mr.MaxID)}, ""},
-		{"tiny TTL", single, []mr.Option{mr.WithTTL(time.Millisecond)}, "TTL = 1ms"},
-		{"huge margin", single, []mr.Option{mr.WithSafetyMargin(6 * time.Second)}, "safety margin = 6s"},
-		{"call timeout over TTL", single, []mr.Option{mr.WithCallTimeout(time.Minute)}, "call timeout = 1m0s"},
-		{"zero call timeout", single, []mr.Option{mr.WithCallTimeout(0)}, "call timeout = 0s"},
+		{"largest range end", single, []mr.Option{mr.WithRange(maxID, maxID)}, ""},
+		{"tiny TTL", single, []mr.Option{mr.WithTTL(time.Millisecond)}, "TTL = 1ms; valid range 1s..5m0s"},
+		{"huge TTL", single, []mr.Option{mr.WithTTL(100 * time.Hour)}, "TTL = 100h0m0s; valid range 1s..5m0s"},
+		{"negative TTL", single, []mr.Option{mr.WithTTL(-time.Second)}, "TTL = -1s"},
+		{"shortest and longest TTL", single, []mr.Option{mr.WithTTL(time.Second), mr.WithTTL(5 * time.Minute)}, ""},
+		{"huge margin", single, []mr.Option{mr.WithSafetyMargin(6 * time.Second)}, "safety margin = 6s; valid range 1ms up to, not including, TTL/2 = 5s"},
+		{"margin of half the TTL", single, []mr.Option{mr.WithTTL(time.Second), mr.WithSafetyMargin(500 * time.Millisecond)}, "safety margin = 500ms"},
+		{"call timeout over TTL", single, []mr.Option{mr.WithCallTimeout(time.Minute)}, "call timeout = 1m0s; valid range 1ms..3.333333333s (TTL/3)"},
+		{"call timeout over TTL/3", single, []mr.Option{mr.WithTTL(3 * time.Second), mr.WithCallTimeout(1001 * time.Millisecond)}, "call timeout = 1.001s"},
+		{"zero call timeout is the default", single, []mr.Option{mr.WithCallTimeout(0)}, ""},
+		{"negative call timeout", single, []mr.Option{mr.WithCallTimeout(-time.Second)}, "call timeout = -1s"},
+		{"sub-millisecond call timeout", single, []mr.Option{mr.WithCallTimeout(time.Microsecond)}, "call timeout = 1µs"},
 		{"negative margin", single, []mr.Option{mr.WithSafetyMargin(-time.Second)}, "safety margin = -1s"},
-		{"zero margin", single, []mr.Option{mr.WithSafetyMargin(0)}, ""},
-		{"nil clock", single, []mr.Option{mr.WithClock(nil)}, "clock is nil"},
-		{"negative skew", single, []mr.Option{mr.WithMaxClockSkew(-time.Second)}, "max clock skew = -1s"},
+		{"zero margin is the default", single, []mr.Option{mr.WithSafetyMargin(0)}, ""},
+		{"sub-millisecond margin", single, []mr.Option{mr.WithSafetyMargin(time.Microsecond)}, "safety margin = 1µs"},
+		{"nil clock is time.Now", single, []mr.Option{mr.WithClock(nil)}, ""},
+		{"negative skew", single, []mr.Option{mr.WithMaxClockSkew(-time.Second)}, "max clock skew = -1s; valid range 0..1m0s"},
+		{"huge skew", single, []mr.Option{mr.WithMaxClockSkew(time.Hour)}, "max clock skew = 1h0m0s; valid range 0..1m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := mr.NewLeased(tt.client, tt.opts...)
+			s, err := mr.New(tt.client, tt.opts...)
 			if tt.msg == "" {
 				require.NoError(t, err)
-				assert.NoError(t, s.Close(), "closing a service that never acquired")
+				assert.NoError(t, s.Release(time.Time{}), "releasing a service that never acquired")
 				return
 			}
-			require.ErrorIs(t, err, mr.ErrInvalidConfig)
+			require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
 			assert.Contains(t, err.Error(), tt.msg)
+			assert.True(t, strings.HasPrefix(err.Error(), "machineid_redis: invalid configuration: "), "message %q should name the package once", err)
 		})
 	}
 }
 
-func TestClosedServiceRefuses(t *testing.T) {
+func TestReleasedServiceRefuses(t *testing.T) {
 	t.Parallel()
 	s := leased(t, client(t, redistest.Start(t).Addr))
-	require.NoError(t, s.Close())
 	_, err := s.MachineID(acquireCtx(t))
-	assert.ErrorIs(t, err, mr.ErrClosed)
+	require.NoError(t, err)
+	require.NoError(t, s.Release(time.Time{}))
+	require.NoError(t, s.Release(time.Now()), "Release again does nothing and returns the first one's error")
+	_, err = s.MachineID(acquireCtx(t))
+	assert.ErrorIs(t, err, ringflake.ErrClosed)
+	assert.ErrorContains(t, err, "machineid_redis: the Service was released")
 }
 
 func TestUnreachableRedisTimesOut(t *testing.T) {
@@ -391,10 +452,10 @@ func TestNewIsBoundedByTheAcquireTimeout(t *testing.T) {
 	c := client(t, srv.Addr)
 	require.NoError(t, c.Ping(context.Background()).Err(), "connect before the server stops answering")
 	srv.Pause()
-	svc, err := mr.NewLeased(c, mr.WithTTL(3*time.Second), mr.WithCallTimeout(time.Second))
+	svc, err := mr.New(c, mr.WithTTL(3*time.Second), mr.WithCallTimeout(time.Second))
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = ringflake.New(ringflake.WithMachineIDService(svc), ringflake.WithAcquireTimeout(200*time.Millisecond))
+	_, err = ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithAcquireTimeout(200*time.Millisecond))
 	took := time.Since(start)
 	srv.Resume()
 	require.ErrorIs(t, err, mr.ErrTimeout, "the service's own error, which says more than New's")
@@ -402,7 +463,7 @@ func TestNewIsBoundedByTheAcquireTimeout(t *testing.T) {
 	// gives the unanswered call up to one call timeout).
 	assert.Less(t, took, time.Second, "New returned after %v, past its 200ms acquire timeout by a call timeout", took)
 	require.Eventually(t, func() bool {
-		keys, err := c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+		keys, err := c.Keys(context.Background(), prefix+"LEASE:*").Result()
 		return err == nil && len(keys) == 0
 	}, 10*time.Second, 10*time.Millisecond, "the background release should leave no lease")
 }
@@ -418,7 +479,7 @@ func TestClientReadTimeoutIsErrTimeout(t *testing.T) {
 	require.NoError(t, c.Ping(context.Background()).Err(), "connect before the server stops answering")
 	srv.Pause()
 	defer srv.Resume()
-	s := leased(t, c, mr.WithCallTimeout(500*time.Millisecond))
+	s := leased(t, c, mr.WithCallTimeout(300*time.Millisecond))
 	_, err := s.MachineID(context.Background())
 	require.ErrorIs(t, err, mr.ErrTimeout)
 	assert.Contains(t, err.Error(), "i/o timeout", "the client's own timeout ended the call")
@@ -428,40 +489,43 @@ func TestCloseDuringAcquireLeavesNoLease(t *testing.T) {
 	t.Parallel()
 	c := client(t, redistest.Start(t).Addr)
 	for range 20 {
-		s, err := mr.NewLeased(c, mr.WithTTL(ttl))
+		s, err := mr.New(c, mr.WithTTL(ttl))
 		require.NoError(t, err)
 		var g errgroup.Group
 		g.Go(func() error {
 			_, err := s.MachineID(acquireCtx(t))
-			if err != nil && !errors.Is(err, mr.ErrClosed) {
+			if err != nil && !errors.Is(err, ringflake.ErrClosed) {
 				return err
 			}
 			return nil
 		})
-		g.Go(s.Close)
+		g.Go(func() error { return s.Release(time.Time{}) })
 		require.NoError(t, g.Wait())
-		keys, err := c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+		keys, err := c.Keys(context.Background(), prefix+"LEASE:*").Result()
 		require.NoError(t, err)
 		require.Empty(t, keys, "a lease taken while closing must be released")
 	}
 }
+
+// maxID is the largest machine ID a Service hands out, 10^14-1.
+const maxID = 1e14 - 1
 
 // The largest ID is leased under the key that spells it in digits, which
 // renewal and release look up again.
 func TestLargestIDKeepsItsKey(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
-	s := leased(t, c, mr.WithRange(mr.MaxID, mr.MaxID))
+	s := leased(t, c, mr.WithRange(maxID, maxID))
 	id, err := s.MachineID(acquireCtx(t))
 	require.NoError(t, err)
-	require.Equal(t, int64(mr.MaxID), id)
-	keys, err := c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+	require.Equal(t, int64(maxID), id)
+	keys, err := c.Keys(context.Background(), prefix+"LEASE:*").Result()
 	require.NoError(t, err)
-	assert.Equal(t, []string{mr.DefaultPrefix + "LEASE:99999999999999"}, keys)
+	assert.Equal(t, []string{prefix + "LEASE:99999999999999"}, keys)
 	time.Sleep(ttl) // renewals at TTL/3 must find the key
-	assert.True(t, s.Lease().Valid, "renewals should keep the lease on the largest ID")
-	require.NoError(t, s.Close())
-	keys, err = c.Keys(context.Background(), mr.DefaultPrefix+"LEASE:*").Result()
+	assert.True(t, leaseOf(s).Held, "renewals should keep the lease on the largest ID")
+	require.NoError(t, s.Release(time.Time{}))
+	keys, err = c.Keys(context.Background(), prefix+"LEASE:*").Result()
 	require.NoError(t, err)
-	assert.Empty(t, keys, "Close releases the lease")
+	assert.Empty(t, keys, "Release releases the lease")
 }

@@ -7,119 +7,115 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ringflake/ringflake"
-	"github.com/ringflake/ringflake/machineid"
 )
 
 // genFlags holds the parsed flags of "ringflake gen".
 type genFlags struct {
 	n           int64
 	machineID   int64
+	acquire     time.Duration
+	maxWait     time.Duration
 	clockOffset time.Duration
-	redis       redisFlags
+	lease       leaseFlags
 }
 
+// noMachineIDNote is what gen says on stderr when it falls back to
+// machine ID 0.
+const noMachineIDNote = "ringflake: no --machine-id or --lease given; using machine ID 0, which is unique only if no other generator uses it"
+
 func runGen(args []string, stdout, stderr io.Writer) error {
-	var f genFlags
-	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
-	fs.Int64Var(&f.n, "n", 1, "number of IDs to print")
-	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID, 0..1023 with the default layout")
-	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
-		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
-	f.redis.register(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("gen: unexpected argument %q", fs.Arg(0))
-	}
-	if f.n < 0 {
-		return usageError("gen: -n = %d; want 0 or more", f.n)
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if err := f.redis.check(set); err != nil {
+	f, set, err := parseGen(args, stderr)
+	if err != nil {
 		return err
 	}
 	// A write to a closed pipe (stdout, or stderr for a note) then fails
 	// with EPIPE instead of killing the process, which would leave a
-	// Redis lease held until its TTL.
+	// lease held until its TTL.
 	signal.Ignore(syscall.SIGPIPE)
-	opts := []ringflake.Option{ringflake.WithMachineID(f.machineID)}
+	opts := []ringflake.Option{
+		ringflake.WithAcquireTimeout(f.acquire),
+		ringflake.WithMaxWait(f.maxWait),
+		ringflake.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime}))),
+	}
 	var clock func() time.Time
 	if f.clockOffset != 0 {
 		off := f.clockOffset
 		clock = func() time.Time { return time.Now().Add(off) }
 		opts = append(opts, ringflake.WithClock(clock))
 	}
-	var svc machineid.Service
-	if f.redis.addr != "" {
-		var done func()
-		var err error
-		svc, done, err = f.redis.service(ringflake.DefaultLayout().MaxMachine(), clock)
+	source := "gen"
+	switch {
+	case f.lease.url != "":
+		leaser, done, name, err := f.lease.leaser(ringflake.DefaultLayout().MaxMachine(), clock)
 		if err != nil {
 			return err
 		}
 		defer done()
-		// A restarted process may have to wait for its clock to pass the
-		// previous holder's mark, and a process on a fresh Redis for the
-		// restart floor: up to a TTL counted from when the lease came in,
-		// plus the tick after it. Redis blips are ridden out the same way.
-		opts[0] = ringflake.WithMachineIDService(svc)
-		opts = append(opts, ringflake.WithMaxWait(f.redis.ttl+markWaitSlack))
+		opts = append(opts, ringflake.WithMachineIDSource(leaser))
+		source = "gen: lease " + name
+	case set["machine-id"]:
+		opts = append(opts, ringflake.WithMachineID(f.machineID))
+	default:
+		fmt.Fprintln(stderr, noMachineIDNote)
+		opts = append(opts, ringflake.WithMachineID(0))
 	}
+	// New waits for a leased ID's inherited mark (up to a TTL on a store
+	// that just restarted), and logs that it does.
 	g, err := ringflake.New(opts...)
 	if err != nil {
-		if f.redis.addr != "" {
-			// No machine ID to be had: a failure, not bad input. Say which
-			// server, and drop New's own prefix, which the CLI's repeats.
-			if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "ringflake: getting machine ID: ") {
-				err = inner
-			}
-			return fmt.Errorf("gen: machine ID from redis %s: %w", f.redis.addr, err)
+		err = fmt.Errorf("%s: %w", source, err)
+		if errors.Is(err, ringflake.ErrInvalidConfig) {
+			return fmt.Errorf("%w: %w", errUsage, err)
 		}
-		return usageError("gen: %v", err)
+		return err // no machine ID to be had: a failure, not bad input
 	}
-	defer g.Close() // releases a Redis lease
-	noteMarkWait(svc, clock, stderr)
+	defer g.Close() // releases a lease
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return writeIDs(ctx, g, f.n, stdout)
 }
 
-// markWaitSlack is what gen's MaxWait adds to the TTL with Redis: a wait
-// for an inherited mark lasts up to a TTL from when the lease came in, and
-// the first ID comes from the tick after the mark.
-const markWaitSlack = time.Second
+// parseGen parses gen's flags and returns them with the set of those
+// given.
+func parseGen(args []string, stderr io.Writer) (genFlags, map[string]bool, error) {
+	var f genFlags
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	fs.Int64Var(&f.n, "n", 1, "number of IDs to print")
+	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023; every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
+	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (default 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
+	fs.DurationVar(&f.maxWait, "max-wait", defaultMaxWait, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed")
+	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
+		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
+	f.lease.register(fs)
+	set := map[string]bool{}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return f, set, err
+	}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	switch {
+	case fs.NArg() > 0:
+		return f, set, usageError("gen: unexpected argument %q", fs.Arg(0))
+	case f.n < 0:
+		return f, set, usageError("gen: -n = %d; want 0 or more", f.n)
+	}
+	return f, set, f.lease.check(set)
+}
 
-// markWaitNote is the shortest wait for an inherited mark that gen
-// explains on stderr before it starts, so that a pause of up to a TTL
-// (typically right after Redis started) is not silent.
-const markWaitNote = time.Second
-
-// noteMarkWait writes one line to stderr if svc's lease makes the
-// generator wait at least markWaitNote for its clock to pass the mark the
-// ID's previous holder (or a restarted Redis) may have issued up to.
-func noteMarkWait(svc machineid.Service, clock func() time.Time, stderr io.Writer) {
-	ls, ok := svc.(interface{ Lease() machineid.Lease })
-	if !ok {
-		return
+// dropTime leaves the time out of log records: stderr lines of a command
+// are read as they come.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
 	}
-	l := ls.Lease()
-	if clock == nil {
-		clock = time.Now
-	}
-	if wait := l.After.Sub(clock()); l.Valid && wait >= markWaitNote {
-		fmt.Fprintf(stderr, "ringflake: gen: machine ID %d may have been used up to %v from now (by its previous holder, or before Redis restarted); waiting for the clock to pass that\n",
-			l.ID, wait.Round(time.Millisecond))
-	}
+	return a
 }
 
 // writeIDs prints n IDs from g, one decimal per line, until ctx is done or
@@ -129,13 +125,16 @@ func writeIDs(ctx context.Context, g *ringflake.Generator, n int64, stdout io.Wr
 	w := bufio.NewWriter(stdout)
 	var buf [21]byte
 	for i := int64(0); i < n; i++ {
-		id, err := g.NextIDContext(ctx)
-		if err != nil {
+		if ctx.Err() != nil {
 			if ferr := w.Flush(); ferr != nil {
 				return writeError(ferr)
 			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("gen: interrupted after %d IDs", i)
+			return fmt.Errorf("gen: interrupted after %d IDs", i)
+		}
+		id, err := g.NextID() // waits at most MaxWait
+		if err != nil {
+			if ferr := w.Flush(); ferr != nil {
+				return writeError(ferr)
 			}
 			return fmt.Errorf("gen: after %d IDs: %w", i, err)
 		}

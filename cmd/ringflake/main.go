@@ -2,11 +2,11 @@
 //
 // Usage:
 //
-//	ringflake gen -n N [--machine-id M]   print N new IDs, one per line
-//	ringflake gen -n N --redis ADDR       the same, with a machine ID leased from Redis
-//	ringflake decode ID...                print the time, machine and sequence of each ID
-//	ringflake simulate [--rollback D]     replay a clock step-back against ringflake and a strict Snowflake
-//	ringflake simulate --svg FILE         the same, and draw it as an SVG chart in FILE
+//	ringflake gen -n N --machine-id M    print N new IDs, one per line
+//	ringflake gen -n N --lease URL       the same, with a machine ID leased from a store (redis://...)
+//	ringflake decode ID...               print the time, machine and sequence of each ID
+//	ringflake simulate [--rollback D]    replay a clock step-back against ringflake and a strict Snowflake
+//	ringflake simulate --svg FILE        the same, and draw it as an SVG chart in FILE
 //
 // Bad input exits with status 2 and a one-line reason on stderr; a failure
 // while generating, or writing the chart, exits with status 1.
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -29,17 +30,28 @@ var errUsage = errors.New("usage")
 const usage = `usage: ringflake <command> [flags]
 
 commands:
-  gen -n N [--machine-id M]   print N new IDs, one decimal per line
-      [--redis ADDR [--redis-prefix P] [--redis-mode lease|host]
-       [--machine-range MIN-MAX] [--lease-ttl D]]
-                              take the machine ID from Redis instead
-      [--clock-offset D]      shift the clock (testing and demos)
-  decode ID...                print the time, machine and sequence of each ID
-                              (decimal or Base32; Base58 with --format base58)
+  gen [-n N] [--machine-id M]   print N new IDs (default 1), one decimal per line;
+                                with neither --machine-id nor --lease, machine ID 0
+                                and a note on stderr
+      [--lease URL]             lease the machine ID from a store instead:
+                                  redis://[user:pass@]host:port[/db]  (rediss:// for TLS)
+                                  redis://host:port?addr=host2:port2&addr=...  a Cluster
+                                with the query parameters prefix=P (default {ringflake}:),
+                                mode=host[&host=NAME] (the seed's host-IP mapping), and
+                                go-redis's own (dial_timeout=, max_retries=, ...)
+      [--machine-range MIN-MAX] [--lease-ttl D] [--safety-margin D] [--max-clock-skew D]
+                                the IDs the lease may hand out and its safety settings
+                                (bounds and defaults: "ringflake gen -h")
+      [--acquire-timeout D]     wait at most D for the lease and its inherited mark (30s)
+      [--max-wait D]            wait at most D for each ID, as for a lease lapse (100ms)
+      [--clock-offset D]        shift the clock (testing and demos)
+  decode ID...                  print the time, machine and sequence of each ID
+                                (decimal or Base32; Base58 with --format base58)
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
-      [--max-wait D]          step a clock back and compare ringflake with a
-                              strict Snowflake under the same load
-      [--svg FILE]            also draw the run as an SVG chart in FILE
+      [--max-wait D] [--svg FILE]
+                                step a clock back and compare ringflake with a
+                                strict Snowflake under the same load, and draw
+                                the run as an SVG chart in FILE
 
 Run "ringflake <command> -h" for a command's flags.`
 
@@ -71,11 +83,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errClosedPipe):
 		return 141
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "ringflake: %v\n", unwrapUsage(err))
+		fmt.Fprintln(stderr, line(unwrapUsage(err)))
 		return 2
 	}
-	fmt.Fprintf(stderr, "ringflake: %v\n", err)
+	fmt.Fprintln(stderr, line(err.Error()))
 	return 1
+}
+
+// libraryPrefixes are the package names the library's error messages
+// start with, at every level of wrapping.
+var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid: "}
+
+// line turns an error message into the one line the command prints: the
+// library's package prefixes are dropped, since the command's own context
+// ("gen: lease URL: ...") says where the error comes from, and
+// "ringflake: " is put in front, once.
+func line(msg string) string {
+	for _, p := range libraryPrefixes {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return "ringflake: " + msg
 }
 
 // errHelp reports that a command printed its help on request.

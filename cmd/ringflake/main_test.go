@@ -31,10 +31,43 @@ func TestRunUsageErrors(t *testing.T) {
 			`ringflake: decode: "garbage" is neither decimal nor 13-character base32; for a base58 ID give --format base58`},
 		{"decode bad base58", []string{"decode", "--format", "base58", "12-4"},
 			`ringflake: decode: ParseBase58 "12-4": invalid ID syntax: character "-" at offset 2 is not in the Base58 alphabet`},
-		{"gen empty redis", []string{"gen", "--redis", ""},
-			`ringflake: gen: --redis = ""; want host:port, or several comma-separated for a Cluster`},
-		{"gen empty redis item", []string{"gen", "--redis", "127.0.0.1:1,"},
-			`ringflake: gen: --redis = "127.0.0.1:1,"; want host:port, or several comma-separated for a Cluster`},
+		{"gen empty lease", []string{"gen", "--lease", ""},
+			`ringflake: gen: --lease = ""; want a URL such as redis://host:port`},
+		{"gen lease without a scheme", []string{"gen", "--lease", "127.0.0.1:6379"},
+			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: redis, rediss"},
+		{"gen unsupported scheme", []string{"gen", "--lease", "etcd://127.0.0.1:2379"},
+			`ringflake: gen: --lease: unsupported scheme "etcd"; supported: redis, rediss`},
+		{"gen unparsable URL", []string{"gen", "--lease", "redis://u:p%zz@127.0.0.1:1"},
+			`ringflake: gen: --lease is not a valid URL: invalid URL escape "%zz"`},
+		{"gen bad database", []string{"gen", "--lease", "redis://127.0.0.1:1/db"},
+			`ringflake: gen: lease redis://127.0.0.1:1/db: redis: invalid database number: "db"`},
+		{"gen unknown query parameter", []string{"gen", "--lease", "redis://127.0.0.1:1?bogus=1"},
+			"ringflake: gen: lease redis://127.0.0.1:1?bogus=1: redis: unexpected option: bogus"},
+		{"gen bad mode", []string{"gen", "--lease", "redis://127.0.0.1:1?mode=ip"},
+			"ringflake: gen: lease redis://127.0.0.1:1?mode=ip: mode=ip; want lease or host"},
+		{"gen host without host mode", []string{"gen", "--lease", "redis://127.0.0.1:1?host=a"},
+			"ringflake: gen: lease redis://127.0.0.1:1?host=a: host= needs mode=host"},
+		{"gen database on a cluster", []string{"gen", "--lease", "redis://127.0.0.1:1/2?addr=127.0.0.1:2"},
+			"ringflake: gen: lease redis://127.0.0.1:1/2?addr=127.0.0.1:2: a Redis Cluster has no databases; drop /2, or addr= for one server"},
+		{"gen untagged prefix on a cluster", []string{"gen", "--lease", "redis://127.0.0.1:1?addr=127.0.0.1:2&prefix=x:"},
+			`ringflake: gen: lease redis://127.0.0.1:1?addr=127.0.0.1:2&prefix=x:: invalid configuration: prefix "x:" has no hash tag; Lua scripts need every key in one Cluster slot, so use one like "{x}:"`},
+		{"gen password not repeated", []string{"gen", "--lease", "redis://user:secret@127.0.0.1:1?mode=ip"},
+			"ringflake: gen: lease redis://user:xxxxx@127.0.0.1:1?mode=ip: mode=ip; want lease or host"},
+		{"gen TTL out of bounds", []string{"gen", "--lease", "redis://127.0.0.1:1", "--lease-ttl", "100h"},
+			"ringflake: gen: lease redis://127.0.0.1:1: invalid configuration: TTL = 100h0m0s; valid range 1s..5m0s"},
+		{"gen skew out of bounds", []string{"gen", "--lease", "redis://127.0.0.1:1", "--max-clock-skew", "2m"},
+			"ringflake: gen: lease redis://127.0.0.1:1: invalid configuration: max clock skew = 2m0s; valid range 0..1m0s"},
+		{"gen lease flag without lease", []string{"gen", "--max-clock-skew", "1s"}, "ringflake: gen: --max-clock-skew needs --lease"},
+		{"gen both machine sources", []string{"gen", "--lease", "redis://127.0.0.1:1", "--machine-id", "4"},
+			"ringflake: gen: --machine-id and --lease both set the machine ID; choose one"},
+		{"gen range past the layout", []string{"gen", "--lease", "redis://127.0.0.1:1", "--machine-range", "0-5000"},
+			`ringflake: gen: --machine-range = "0-5000"; the layout's machine IDs are 0..1023`},
+		{"gen bad range", []string{"gen", "--lease", "redis://127.0.0.1:1", "--machine-range", "7"},
+			`ringflake: gen: --machine-range = "7"; want MIN-MAX with 0 <= MIN <= MAX`},
+		{"gen machine ID out of range", []string{"gen", "--machine-id", "5000"},
+			"ringflake: gen: invalid configuration: machine ID = 5000; valid range 0..1023"},
+		{"gen negative max wait", []string{"gen", "--machine-id", "1", "--max-wait", "-1s"},
+			"ringflake: gen: invalid configuration: max wait = -1s; valid range 0 or more"},
 		{"decode negative", []string{"decode", "--", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
 			`ringflake: decode: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
@@ -71,6 +104,41 @@ func TestRunUsageErrors(t *testing.T) {
 			assert.Equal(t, tt.want+"\n", stderr, "one line on stderr")
 		})
 	}
+}
+
+// gen with no machine ID at all, as the README's first command runs it,
+// prints its IDs and says on stderr which machine ID it used and why that
+// may not be unique.
+func TestGenWithoutAMachineIDSaysSo(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := invoke("gen", "-n", "3")
+	assert.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Equal(t, 3, strings.Count(stdout, "\n"), "three IDs: %q", stdout)
+	assert.Equal(t, noMachineIDNote+"\n", stderr, "one note on stderr")
+	assert.Equal(t, "ringflake: no --machine-id or --lease given; using machine ID 0, which is unique only if no other generator uses it", noMachineIDNote)
+
+	code, stdout, stderr = invoke("gen", "-n", "3", "--machine-id", "0")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 3, strings.Count(stdout, "\n"))
+	assert.Empty(t, stderr, "an explicit machine ID needs no note")
+}
+
+// Every error line names the command once, whatever the library's errors
+// it wraps start with.
+func TestErrorLineHasOnePrefix(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"gen", "--machine-id", "5000"},
+		{"gen", "--lease", "redis://127.0.0.1:1?addr=127.0.0.1:2&prefix=x:"},
+		{"gen", "--lease", "redis://127.0.0.1:1", "--lease-ttl", "1ms"},
+		{"decode", "--format", "base58", "12-4"},
+	} {
+		_, _, stderr := invoke(args...)
+		assert.Equal(t, 1, strings.Count(stderr, "ringflake: "), "%v: one prefix in %q", args, stderr)
+		assert.NotContains(t, stderr, "machineid_redis: ", "%v: %q", args, stderr)
+	}
+	assert.Equal(t, "ringflake: gen: after 3 IDs: machine ID lease is not held: lease on machine ID 2 was taken by another owner",
+		line("gen: after 3 IDs: ringflake: machine ID lease is not held: machineid_redis: lease on machine ID 2 was taken by another owner"))
 }
 
 func TestRunHelp(t *testing.T) {

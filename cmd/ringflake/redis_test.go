@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
@@ -100,7 +101,7 @@ func TestCLIProcessesKilledAndRestartedShareOneRedis(t *testing.T) {
 	for round := range rounds {
 		var g errgroup.Group
 		for i := range perRound {
-			args := []string{"gen", "--redis", srv.Addr, "--machine-range", "0-6", "--lease-ttl", "300ms", "-n", "50000"}
+			args := []string{"gen", "--lease", "redis://" + srv.Addr, "--machine-range", "0-6", "--lease-ttl", "1s", "-n", "50000"}
 			if (round+i)%4 == 3 {
 				args = append(args, "--clock-offset", "-700ms")
 			}
@@ -138,7 +139,7 @@ func TestCLIProcessesKilledAndRestartedShareOneRedis(t *testing.T) {
 			outcomes["finished"]++
 			for _, line := range strings.Split(strings.TrimSuffix(p.stderr, "\n"), "\n") {
 				if line != "" {
-					assert.Contains(t, line, "waiting for the clock to pass", "a process that finished should print nothing on stderr but a note of its wait")
+					assert.Regexp(t, `^level=(WARN|INFO) msg="ringflake: `, line, "a process that finished should print nothing on stderr but the library's log records, such as its wait for the inherited mark")
 				}
 			}
 		default:
@@ -158,7 +159,7 @@ func TestCLIProcessesKilledAndRestartedShareOneRedis(t *testing.T) {
 
 // reason shortens a refusal to its kind, for the test's log.
 func reason(msg string) string {
-	for _, k := range []string{"interrupted", "leased", "behind", "not held"} {
+	for _, k := range []string{"interrupted", "leased", "behind", "not held", "ahead"} {
 		if strings.Contains(msg, k) {
 			return k
 		}
@@ -170,7 +171,8 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
-	holder := exec.Command(bin, "gen", "--redis", srv.Addr, "--machine-range", "3-3", "-n", "100000000")
+	lease := "redis://" + srv.Addr
+	holder := exec.Command(bin, "gen", "--lease", lease, "--machine-range", "3-3", "-n", "100000000")
 	require.NoError(t, holder.Start())
 	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
 	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:3") == "1" }, 10*time.Second, 5*time.Millisecond,
@@ -182,14 +184,12 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"range exhausted", []string{"gen", "--redis", srv.Addr, "--machine-range", "3-3"}, 1, "every ID in 3..3 is leased"},
-		{"no server", []string{"gen", "--redis", "127.0.0.1:1"}, 1, "ringflake: gen: machine ID from redis 127.0.0.1:1: machineid_redis: redis: dial tcp 127.0.0.1:1: connect: connection refused"},
-		{"range past the layout", []string{"gen", "--redis", srv.Addr, "--machine-range", "0-5000"}, 2, "the layout's machine IDs are 0..1023"},
-		{"bad range", []string{"gen", "--redis", srv.Addr, "--machine-range", "7"}, 2, `--machine-range = "7"`},
-		{"bad mode", []string{"gen", "--redis", srv.Addr, "--redis-mode", "ip"}, 2, `--redis-mode = "ip"`},
-		{"redis flag without redis", []string{"gen", "--lease-ttl", "1s"}, 2, "--lease-ttl needs --redis"},
-		{"both machine sources", []string{"gen", "--redis", srv.Addr, "--machine-id", "4"}, 2, "choose one"},
-		{"untagged prefix on a cluster", []string{"gen", "--redis", srv.Addr + "," + srv.Addr, "--redis-prefix", "x:"}, 2, "has no hash tag"},
+		{"range exhausted", []string{"gen", "--lease", lease, "--machine-range", "3-3"}, 1, "every ID in 3..3 is leased"},
+		{"no server", []string{"gen", "--lease", "redis://127.0.0.1:1"}, 1,
+			"ringflake: gen: lease redis://127.0.0.1:1: getting machine ID: redis: dial tcp 127.0.0.1:1: connect: connection refused\n"},
+		// The other usage errors are in TestRunUsageErrors; these need a server.
+		{"range past the layout", []string{"gen", "--lease", lease, "--machine-range", "0-5000"}, 2, "the layout's machine IDs are 0..1023"},
+		{"untagged prefix on a cluster", []string{"gen", "--lease", lease + "?prefix=x:&addr=" + srv.Addr}, 2, "has no hash tag"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,26 +199,97 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 			assert.Equal(t, tt.code, p.code, "exit status; stderr %q", p.stderr)
 			assert.Empty(t, p.ids, "stdout should stay empty")
 			assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
+			assert.Equal(t, 1, strings.Count(p.stderr, "ringflake: "), "want one prefix, got %q", p.stderr)
 			assert.Contains(t, p.stderr, tt.msg)
 		})
 	}
 }
 
-// TestCLIExplainsAWaitForTheMark checks that gen says why it pauses when a
-// fresh Redis makes it wait out the restart floor (up to a TTL), and then
-// prints its IDs.
+// TestCLIExplainsAWaitForTheMark checks that gen says, through the
+// library's log, why it pauses when a fresh Redis makes it wait out the
+// restart floor (up to a TTL), and then prints its IDs.
 func TestCLIExplainsAWaitForTheMark(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
 	start := time.Now()
-	p, err := runCLI(context.Background(), bin, []string{"gen", "--redis", srv.Addr, "--lease-ttl", "1500ms", "-n", "2"}, 0, 0)
+	p, err := runCLI(context.Background(), bin, []string{"gen", "--lease", "redis://" + srv.Addr, "--lease-ttl", "1500ms", "-n", "2"}, 0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 0, p.code, "exit status; stderr %q", p.stderr)
 	assert.Len(t, p.ids, 2, "gen should print its IDs once the wait is over")
 	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
-	assert.Regexp(t, `^ringflake: gen: machine ID 0 may have been used up to 1\.\d+s from now .*waiting for the clock to pass that\n$`, p.stderr)
+	assert.Regexp(t, `^level=WARN msg="ringflake: waiting for the machine ID's inherited mark" machine=0 by=1\.\d+s until=\S+ suppressed=0\n$`, p.stderr)
 	assert.GreaterOrEqual(t, time.Since(start), time.Second, "a fresh Redis should have made gen wait out most of the TTL")
+}
+
+// TestCLILeaseURLs runs gen against real servers named each way the usage
+// text gives: a database and a prefix, a Cluster, and credentials.
+func TestCLILeaseURLs(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	ctx := context.Background()
+	gen := func(t *testing.T, url string, wantCode int) proc {
+		t.Helper()
+		p, err := runCLI(ctx, bin, []string{"gen", "--lease", url, "--lease-ttl", "1s", "-n", "3"}, 0, 0)
+		require.NoError(t, err)
+		assert.Equal(t, wantCode, p.code, "%s: exit status; stderr %q", url, p.stderr)
+		if wantCode == 0 {
+			assert.Len(t, p.ids, 3, "%s: IDs printed", url)
+		} else {
+			assert.Empty(t, p.ids)
+			assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "%s: want one line on stderr, got %q", url, p.stderr)
+		}
+		return p
+	}
+	t.Run("database and prefix", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		gen(t, "redis://"+srv.Addr+"/3?prefix={cli}:", 0)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, DB: 3})
+		defer c.Close()
+		n, err := c.Exists(ctx, "{cli}:MARKS").Result()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n, "the marks should be in database 3 under the prefix")
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		cl := redistest.StartCluster(t)
+		addrs := cl.Addrs()
+		gen(t, "redis://"+addrs[0]+"?addr="+addrs[1]+"&addr="+addrs[2], 0)
+	})
+	t.Run("credentials", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		require.Equal(t, "OK", srv.Do("CONFIG", "SET", "requirepass", "s3cret"))
+		p := gen(t, "redis://:wrong@"+srv.Addr, 1)
+		assert.Contains(t, p.stderr, "WRONGPASS")
+		assert.Contains(t, p.stderr, "redis://:xxxxx@"+srv.Addr, "the URL is shown without its password")
+		assert.NotContains(t, p.stderr, "wrong@")
+		p = gen(t, "redis://"+srv.Addr, 1)
+		assert.Contains(t, p.stderr, "unauthenticated", "Redis's answer to a client that did not authenticate")
+		gen(t, "redis://:s3cret@"+srv.Addr, 0)
+	})
+}
+
+// TestCLIMaxClockSkewReachesTheService runs gen with a clock ahead of the
+// Redis server's: refused with the allowance --max-clock-skew gives in the
+// message, and accepted once the allowance covers it.
+func TestCLIMaxClockSkewReachesTheService(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	srv := redistest.Start(t)
+	args := []string{"gen", "--lease", "redis://" + srv.Addr, "--lease-ttl", "1s", "--clock-offset", "1s", "-n", "2"}
+	p, err := runCLI(context.Background(), bin, append(args, "--max-clock-skew", "200ms"), 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.code, "stderr %q", p.stderr)
+	assert.Empty(t, p.ids)
+	assert.Contains(t, p.stderr, "ahead of the Redis server's; at most 400ms (safety margin 200ms + max clock skew 200ms) is allowed")
+	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
+
+	p, err = runCLI(context.Background(), bin, append(args, "--max-clock-skew", "2s"), 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 0, p.code, "stderr %q", p.stderr)
+	assert.Len(t, p.ids, 2, "a clock within the allowance should be accepted")
 }
 
 // TestCLIClosedPipeReleasesLease runs gen into a reader that stops after
@@ -231,7 +302,7 @@ func TestCLIClosedPipeReleasesLease(t *testing.T) {
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
 	srv.WaitUptime(3 * time.Second)
-	args := []string{"gen", "--redis", srv.Addr, "--machine-range", "5-5", "--lease-ttl", "3s"}
+	args := []string{"gen", "--lease", "redis://" + srv.Addr, "--machine-range", "5-5", "--lease-ttl", "3s"}
 	cmd := exec.Command(bin, append(args, "-n", "100000000")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ringflake/ringflake"
 )
 
 // Limits of "ringflake simulate", so a typo cannot ask for hours or for
@@ -20,6 +18,14 @@ const (
 	maxSimRequests = 20_000_000
 	simRows        = 24 // a multiple of 3, so the step falls on a row's start
 	barWidth       = 20
+)
+
+// ringflake's defaults and limit for the options simulate exposes, which
+// the library documents but does not export.
+const (
+	defaultRing    = 4096
+	maxRing        = 1 << 22
+	defaultMaxWait = 100 * time.Millisecond
 )
 
 // rateFlag is a request rate written "N/s" or "N".
@@ -43,8 +49,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.rollback, "rollback", 500*time.Millisecond, "how far the clock steps back, one third into the run")
 	fs.Var(&rate, "rate", "requests per second to each generator, N/s")
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long the load runs")
-	fs.IntVar(&c.ring, "ring", ringflake.DefaultRingSize, "ringflake's ring size in slots (1 ms each)")
-	fs.DurationVar(&c.maxWait, "max-wait", ringflake.DefaultMaxWait, "how long one call may wait, for both generators")
+	fs.IntVar(&c.ring, "ring", defaultRing, "ringflake's ring size in slots (1 ms each)")
+	fs.DurationVar(&c.maxWait, "max-wait", defaultMaxWait, "how long one call may wait, for both generators")
 	svg := fs.String("svg", "", "also write the timeline as an SVG chart to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: ringflake simulate [--rollback D] [--rate N/s] [--duration D] [--ring N] [--max-wait D] [--svg FILE]")
@@ -136,8 +142,8 @@ func checkSim(fs *flag.FlagSet, c simConfig) error {
 		return usageError("simulate: --rollback = %v; want 0 or more", c.rollback)
 	case c.duration <= 0 || c.duration > maxSimDuration:
 		return usageError("simulate: --duration = %v; want more than 0 and at most %v", c.duration, maxSimDuration)
-	case c.ring < 1 || c.ring > ringflake.MaxRingSize:
-		return usageError("simulate: --ring = %d; want 1..%d", c.ring, ringflake.MaxRingSize)
+	case c.ring < 1 || c.ring > maxRing:
+		return usageError("simulate: --ring = %d; want 1..%d", c.ring, maxRing)
 	case c.maxWait < 0:
 		return usageError("simulate: --max-wait = %v; want 0 or more", c.maxWait)
 	case c.rate*c.duration.Seconds() > maxSimRequests:

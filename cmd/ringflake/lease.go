@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// leaseFlags are gen's flags for leasing the machine ID from a store: the
+// store's URL, and the settings every lease has whatever the store.
+type leaseFlags struct {
+	url    string
+	rng    string
+	ttl    time.Duration
+	margin time.Duration
+	skew   time.Duration
+}
+
+func (l *leaseFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.url, "lease", "", "lease the machine ID from the store at `URL`: "+
+		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster; "+
+		"query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for the seed's host-IP mapping, and go-redis's own")
+	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023; 1-1023 with mode=host)")
+	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D`, 1s..5m (default 10s): a crashed process's ID is free after it, and a new process waits up to it after the store restarts")
+	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server, and let the clock read up to D ahead of the server's; 1ms up to TTL/2 (default TTL/5)")
+	fs.DurationVar(&l.skew, "max-clock-skew", 0, "how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
+}
+
+// leaseOnly are the flags that mean nothing without --lease.
+var leaseOnly = []string{"machine-range", "lease-ttl", "safety-margin", "max-clock-skew"}
+
+// check rejects lease flags given without --lease, and bad values.
+func (l *leaseFlags) check(set map[string]bool) error {
+	if set["lease"] && l.url == "" {
+		return usageError("gen: --lease = \"\"; want a URL such as redis://host:port")
+	}
+	if l.url == "" {
+		for _, name := range leaseOnly {
+			if set[name] {
+				return usageError("gen: --%s needs --lease", name)
+			}
+		}
+		return nil
+	}
+	if set["machine-id"] {
+		return usageError("gen: --machine-id and --lease both set the machine ID; choose one")
+	}
+	if l.rng != "" {
+		if _, _, err := parseRange(l.rng); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseRange parses "MIN-MAX".
+func parseRange(s string) (lo, hi int64, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	lo, err1 := strconv.ParseInt(a, 10, 64)
+	hi, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || lo < 0 || lo > hi {
+		return 0, 0, usageError("gen: --machine-range = %q; want MIN-MAX with 0 <= MIN <= MAX", s)
+	}
+	return lo, hi, nil
+}
+
+// leaseConfig is what a backend gets besides its URL.
+type leaseConfig struct {
+	lo, hi            int64            // the machine IDs it may hand out; hi < 0 means the backend's default
+	ttl, margin, skew time.Duration    // 0 means the backend's default
+	clock             func() time.Time // the generator's clock; nil means the wall clock
+}
+
+// A backend makes the Leaser that a --lease URL names, and a func that
+// closes its connection. Errors in the URL or the settings are usage
+// errors; it does not contact the store, the generator does.
+type backend func(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error)
+
+// backends maps each --lease scheme to its backend. A store plugs in here,
+// with one function.
+var backends = map[string]backend{
+	"redis":  redisLease,
+	"rediss": redisLease,
+}
+
+// schemes lists the supported schemes, for messages.
+func schemes() string {
+	s := make([]string, 0, len(backends))
+	for k := range backends {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	return strings.Join(s, ", ")
+}
+
+// parsed returns the --lease URL, or a usage error that does not repeat
+// it: it may hold a password.
+func (l *leaseFlags) parsed() (*url.URL, error) {
+	if !strings.Contains(l.url, "://") {
+		return nil, usageError("gen: --lease wants a URL such as redis://host:port; supported schemes: %s", schemes())
+	}
+	u, err := url.Parse(l.url)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	switch {
+	case err != nil:
+		return nil, usageError("gen: --lease is not a valid URL: %v", err)
+	case backends[u.Scheme] == nil:
+		return nil, usageError("gen: --lease: unsupported scheme %q; supported: %s", u.Scheme, schemes())
+	}
+	return u, nil
+}
+
+// leaser makes the Leaser the flags describe, and returns with it a func
+// that closes its connection and the URL without its password, for
+// messages. maxMachine is the layout's largest machine ID, and clock, if
+// not nil, the generator's clock.
+func (l *leaseFlags) leaser(maxMachine int64, clock func() time.Time) (_ machineid.Leaser, done func(), name string, _ error) {
+	u, err := l.parsed()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew, clock: clock}
+	if l.rng != "" {
+		c.lo, c.hi, _ = parseRange(l.rng)
+		if c.hi > maxMachine {
+			return nil, nil, "", usageError("gen: --machine-range = %q; the layout's machine IDs are 0..%d", l.rng, maxMachine)
+		}
+	}
+	leaser, done, err := backends[u.Scheme](u, c)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: gen: lease %s: %w", errUsage, u.Redacted(), err)
+	}
+	return leaser, done, u.Redacted(), nil
+}
