@@ -28,6 +28,8 @@ type Generator struct {
 	layout    Layout           // written once by New
 	maxTicks  int64            // layout.MaxTicks(), written once by New
 	recip     uint64           // reciprocal(layout.Tick), written once by New
+	fastEnd   uint64           // fastEnd(layout), written once by New
+	timeShift uint             // layout.SequenceBits+MachineBits, the time field's shift; written once by New
 	maxWait   time.Duration    // written once by New
 	logger    *logger          // nil without WithLogger; written once by New
 	ticks     tickWait         // shares one sleeper among callers waiting for a tick
@@ -72,6 +74,8 @@ func New(opts ...Option) (*Generator, error) {
 		layout:    c.layout,
 		maxTicks:  c.layout.maxTicks(),
 		recip:     reciprocal(c.layout.Tick),
+		fastEnd:   fastEnd(c.layout),
+		timeShift: uint(c.layout.SequenceBits + c.layout.MachineBits),
 		maxWait:   c.maxWait,
 	}
 	g.ring.init(c.ringSize, c.layout.SequenceBits)
