@@ -32,6 +32,8 @@ func newWallClock() *wallClock {
 }
 
 // unixNano returns wall-clock nanoseconds since the Unix epoch.
+// Generator.fast has its own copy of these lines (the compiler will not
+// inline them); a change here belongs there too.
 func (c *wallClock) unixNano() int64 {
 	m := int64(time.Since(c.base))
 	if m >= c.next.Load() {

@@ -1,9 +1,12 @@
 package ringflake
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ringflake/ringflake/machineid"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,19 +144,113 @@ func TestFastRespectsBounds(t *testing.T) {
 	require.NoError(t, err)
 	tick := g.stableTick(t)
 	for _, b := range []bounds{{floor: tick, ceil: g.maxTicks}, {floor: -1, ceil: tick - 1}, {floor: tick + 5, ceil: tick + 10}} {
-		g.state.Store(&machineState{machine: 2, b: b})
+		g.state.Store(g.withPart(&machineState{machine: 2, b: b}))
 		g.ring.slot(tick).Store(0)
 		_, ok := g.fast()
 		assert.Falsef(t, ok, "fast issued tick %d with bounds %+v", tick, b)
 		assert.Zerof(t, g.ring.slot(tick).Load(), "fast claimed under bounds %+v", b)
 	}
-	g.state.Store(&machineState{machine: 2, b: bounds{floor: tick - 1, ceil: tick}})
+	g.state.Store(g.withPart(&machineState{machine: 2, b: bounds{floor: tick - 1, ceil: tick}}))
 	id, ok := g.fast()
 	require.True(t, ok, "a tick just inside the bounds")
 	assert.Equal(t, tick, g.layout.Decompose(id).Ticks)
+	assert.Equal(t, int64(2), g.layout.Decompose(id).Machine)
 	for _, k := range []stateKind{pending, lost, closed} {
-		g.state.Store(&machineState{machine: 2, b: bounds{floor: -1, ceil: g.maxTicks}, kind: k})
+		g.state.Store(g.withPart(&machineState{machine: 2, b: bounds{floor: -1, ceil: g.maxTicks}, kind: k}))
 		_, ok = g.fast()
 		assert.False(t, ok, "state kind %d", k)
+	}
+}
+
+// fast composes IDs with the machine's bits kept in the state: every state
+// that can be held carries them, so a lease change reaches fast's IDs.
+func TestFastUsesTheStatesMachine(t *testing.T) {
+	t.Parallel()
+	g, err := New(WithLayout(hourLayout), WithMachineID(5))
+	require.NoError(t, err)
+	seqBits := hourLayout.SequenceBits
+	assert.Equal(t, int64(5)<<seqBits, g.state.Load().part, "fixed state")
+	id, ok := g.fast()
+	require.True(t, ok)
+	assert.Equal(t, int64(5), g.layout.Decompose(id).Machine)
+
+	g.setLease(machineid.Lease{ID: 9, Held: true})
+	assert.Equal(t, int64(9)<<seqBits, g.state.Load().part, "state from a lease report")
+	id, ok = g.fast()
+	require.True(t, ok)
+	assert.Equal(t, int64(9), g.layout.Decompose(id).Machine)
+}
+
+// fastEnd bounds the offset from the epoch that fast accepts: the
+// layout's range, cut short where a wrapped difference could pass for one
+// in range.
+func TestFastEnd(t *testing.T) {
+	t.Parallel()
+	rangeEnd := func(l Layout) uint64 { return uint64(l.maxTicks()+1) * uint64(l.Tick) }
+	late := Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: time.Date(2261, 6, 1, 0, 0, 0, 0, time.UTC), Tick: time.Millisecond}
+	early := Layout{TimeBits: 40, MachineBits: 10, SequenceBits: 13, Epoch: time.Date(1678, 1, 2, 0, 0, 0, 0, time.UTC), Tick: time.Hour}
+	tests := []struct {
+		name string
+		l    Layout
+		want uint64
+	}{
+		{"default", DefaultLayout(), rangeEnd(DefaultLayout())},
+		{"epoch before 1970", early, rangeEnd(early)},
+		{"range past 2262", late, 1<<63 - uint64(late.Epoch.UnixNano())},
+		{"invalid", Layout{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, fastEnd(tt.l))
+			assert.Less(t, tt.want, uint64(1)<<63, "divide needs offsets below 2^63")
+		})
+	}
+}
+
+// For any clock reading, fast's one comparison accepts only readings that
+// ticksAt accepts, with the same tick, and every one of them where the
+// layout's range ends before the year 2262.
+func TestFastEndAgreesWithTicksAt(t *testing.T) {
+	t.Parallel()
+	layouts := map[string]Layout{
+		"default":           DefaultLayout(),
+		"1µs ticks":         {TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: DefaultLayout().Epoch, Tick: time.Microsecond},
+		"epoch 1970":        {TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: time.Unix(0, 0), Tick: time.Millisecond},
+		"epoch 1678, hours": {TimeBits: 40, MachineBits: 10, SequenceBits: 13, Epoch: time.Date(1678, 1, 2, 0, 0, 0, 0, time.UTC), Tick: time.Hour},
+		"epoch 2261":        {TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: time.Date(2261, 6, 1, 0, 0, 0, 0, time.UTC), Tick: time.Millisecond},
+		"epoch 2262, 1 ms":  {TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC), Tick: time.Millisecond},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for name, l := range layouts {
+		t.Run(name, func(t *testing.T) {
+			e, maxTicks, recip := l.Epoch.UnixNano(), l.maxTicks(), reciprocal(l.Tick)
+			end := fastEnd(l)
+			whole := end == uint64(maxTicks+1)*uint64(l.Tick)
+			span := int64(maxTicks+1) * int64(l.Tick)
+			readings := []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, 1, math.MaxInt64 - 1, math.MaxInt64,
+				e - 1, e, e + 1, e + span - 1, e + span, e + span + 1, e - math.MaxInt64, e + math.MinInt64}
+			for range 20000 {
+				switch rng.IntN(3) {
+				case 0:
+					readings = append(readings, int64(rng.Uint64()))
+				case 1:
+					readings = append(readings, e+rng.Int64N(span)) // may wrap: that is the point
+				default:
+					readings = append(readings, e+span+rng.Int64N(1<<40)-1<<39)
+				}
+			}
+			for _, ns := range readings {
+				d := uint64(ns - e)
+				fastOK := d < end
+				ticks, ok := l.ticksAt(subSat(ns, e), maxTicks, recip)
+				if fastOK {
+					require.Truef(t, ok, "reading %d: fast accepts what ticksAt refuses", ns)
+					require.Equalf(t, ticks, int64(divide(d, uint64(l.Tick), recip)), "reading %d: tick", ns)
+				}
+				if whole {
+					require.Equalf(t, ok, fastOK, "reading %d: a range before 2262 is accepted whole", ns)
+				}
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 // machine ID and its bounds consistent for a reader without a lock.
 type machineState struct {
 	machine int64
+	part    int64 // machine<<SequenceBits, the machine's bits of an ID; set with machine by withPart
 	b       bounds
 	kind    stateKind
 	lease   machineid.Lease // what Generator.Lease reports
@@ -39,11 +40,20 @@ const (
 
 // fixed is the state of a machine ID that is not leased.
 func (g *Generator) fixed(machine int64) *machineState {
-	return &machineState{
+	return g.withPart(&machineState{
 		machine: machine,
 		b:       bounds{floor: -1, ceil: g.maxTicks},
 		lease:   machineid.Lease{ID: machine, Held: true},
-	}
+	})
+}
+
+// withPart sets st.part from st.machine and returns st, for a state about
+// to be stored. Both states that can be held, fixed's and setLease's, are
+// made through it, and a stored state is never written, so a held state's
+// part always matches its machine.
+func (g *Generator) withPart(st *machineState) *machineState {
+	st.part = st.machine << (uint(g.layout.SequenceBits) & 63)
+	return st
 }
 
 // inUse holds the Leasers that live generators follow, so that one Leaser
@@ -268,6 +278,7 @@ func (g *Generator) setLease(l machineid.Lease) {
 	if !l.Until.IsZero() {
 		next.b.ceil = g.tickAt(l.Until)
 	}
+	g.withPart(next)
 	for {
 		old := g.state.Load()
 		if old != nil && old.kind == closed {

@@ -1,13 +1,14 @@
 // Command benchmarks compares ringflake with other Go Snowflake-style
 // generators, side by side in one process: saturation throughput and CPU,
-// latency under a paced load, single-call cost, allocations, and a
-// duplicate check over every ID collected.
+// latency under a paced load, the cost of a call (single and in bursts),
+// allocations, and a duplicate check over every ID collected.
 //
 // From the repository root:
 //
 //	go run ./benchmarks            # about a minute on 2 cores
 //	go run ./benchmarks -quick     # a few seconds, for CI
 //	go run ./benchmarks -run sat,paced -rounds 5
+//	go run ./benchmarks -run single,burst -rounds 5
 //	go run ./benchmarks -run paced,busy   # also paced on a busy machine
 //
 // Generators take turns: each round runs every generator once per
@@ -36,6 +37,7 @@ type options struct {
 	rate       float64
 	pacedG     int
 	batches    int
+	bursts     int
 	peerFilter []string
 	bufIDs     int
 	cpuProfile string
@@ -45,7 +47,7 @@ type options struct {
 func parseFlags() (options, error) {
 	var o options
 	quick := flag.Bool("quick", false, "a run of a few seconds: 1 round, short windows (for CI)")
-	run := flag.String("run", "sat,paced,single,allocs", "scenarios to run, comma-separated: sat, paced, single, allocs, and busy (paced with another process spinning on every core; not run by default)")
+	run := flag.String("run", "sat,paced,single,burst,allocs", "scenarios to run, comma-separated: sat, paced, single, burst, allocs, and busy (paced with another process spinning on every core; not run by default)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the saturation, paced and single-call scenarios")
 	flag.DurationVar(&o.window, "window", 300*time.Millisecond, "saturation window per generator and G")
 	gs := flag.String("g", "1,2,16,256", "goroutine counts for saturation")
@@ -53,18 +55,19 @@ func parseFlags() (options, error) {
 	flag.Float64Var(&o.rate, "rate", 1e6, "paced load in IDs per second")
 	flag.IntVar(&o.pacedG, "paced-g", 64, "goroutines sharing the paced load")
 	flag.IntVar(&o.batches, "batches", 40, "single-call batches (one per tick) per generator and round")
+	flag.IntVar(&o.bursts, "bursts", 200, "bursts (one per tick) per generator over the whole run, shared out among the rounds")
 	peers := flag.String("peers", "", "only generators whose name contains one of these, comma-separated")
 	flag.IntVar(&o.bufIDs, "buf", 8<<20, "IDs kept per saturation run for the duplicate check")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (with -peers to profile one generator)")
 	flag.Parse()
 	o.quick = *quick
 	if *quick {
-		o.rounds, o.window, o.pacedDur, o.batches = 1, 50*time.Millisecond, 100*time.Millisecond, 10
+		o.rounds, o.window, o.pacedDur, o.batches, o.bursts = 1, 50*time.Millisecond, 100*time.Millisecond, 10, 20
 	}
 	o.run = map[string]bool{}
 	for _, s := range strings.Split(*run, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "single", "allocs", "sat", "paced", "busy":
+		case "single", "burst", "allocs", "sat", "paced", "busy":
 			o.run[s] = true
 		case "":
 		default:
@@ -81,8 +84,8 @@ func parseFlags() (options, error) {
 	if *peers != "" {
 		o.peerFilter = strings.Split(*peers, ",")
 	}
-	if o.rounds < 1 || o.window <= 0 || o.pacedDur <= 0 || o.rate <= 0 || o.pacedG < 1 || o.batches < 1 {
-		return o, fmt.Errorf("rounds, window, paced, rate, paced-g and batches must be positive")
+	if o.rounds < 1 || o.window <= 0 || o.pacedDur <= 0 || o.rate <= 0 || o.pacedG < 1 || o.batches < 1 || o.bursts < 1 {
+		return o, fmt.Errorf("rounds, window, paced, rate, paced-g, batches and bursts must be positive")
 	}
 	return o, nil
 }
@@ -132,8 +135,8 @@ func run(o options) bool {
 	if o.run["busy"] {
 		paced(o, peers, dups, &sum, true)
 	}
-	if o.run["single"] {
-		single(o, peers, &sum)
+	if o.run["single"] || o.run["burst"] {
+		callCost(o, peers, &sum)
 	}
 	if o.run["allocs"] {
 		allocs(peers, &sum)

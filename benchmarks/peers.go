@@ -66,7 +66,7 @@ func newRingflake() (*peer, error) {
 	return &peer{
 		name:    "ringflake",
 		tick:    l.Tick,
-		perTick: int(l.MaxSequence() + 1),
+		perTick: 1 << l.SequenceBits,
 		next: func() (int64, bool) {
 			id, err := g.NextID()
 			return int64(id), err == nil

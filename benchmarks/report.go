@@ -17,39 +17,74 @@ func table(title string) *tabwriter.Writer {
 	return tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 }
 
-func single(o options, peers []*peer, sum *summary) {
-	progress("single-call cost ...")
-	costs := map[*peer][]float64{}
+// callCost runs the single-call and burst scenarios that o asks for and
+// prints them in one table, each with its ratio to bwmarrin.
+func callCost(o options, peers []*peer, sum *summary) {
+	single := map[*peer][]float64{}
+	burst := map[*peer][]float64{}
 	var wall, mon []float64
 	for round := range o.rounds {
-		for _, p := range rotated(peers, round) {
-			b := o.batches
-			if p.tick > time.Millisecond {
-				b = max(b/10, 1) // ten times the tick: keep its time alike
+		// The bursts are shared out among the rounds, so that every
+		// generator has o.bursts in all, taken in turns with the others.
+		bursts := o.bursts/o.rounds + btoi(round < o.bursts%o.rounds)
+		if o.run["single"] {
+			progress("single-call cost: round %d/%d ...", round+1, o.rounds)
+			for _, p := range rotated(peers, round) {
+				b := o.batches
+				if p.tick > time.Millisecond {
+					b = max(b/10, 1) // ten times the tick: keep its time alike
+				}
+				single[p] = append(single[p], singleCost(p, b)...)
 			}
-			costs[p] = append(costs[p], singleCost(p, b)...)
+			wall = append(wall, clockCost(readWall, o.batches)...)
+			mon = append(mon, clockCost(readMono, o.batches)...)
 		}
-		wall = append(wall, clockCost(readWall, o.batches)...)
-		mon = append(mon, clockCost(readMono, o.batches)...)
+		if o.run["burst"] && bursts > 0 {
+			progress("burst cost: round %d/%d ...", round+1, o.rounds)
+			for _, p := range rotated(peers, round) {
+				burst[p] = append(burst[p], burstCost(p, bursts)...)
+			}
+		}
 	}
-	var ref float64
+	var singleRef, burstRef float64
 	for _, p := range peers {
 		if p.name == "bwmarrin/snowflake" {
-			ref = median(costs[p])
+			singleRef, burstRef = median(single[p]), median(burst[p])
 		}
 	}
-	w := table("(3) Uncontended single-call cost: one goroutine, a quarter of a tick's IDs back to back from the start of a fresh tick (median of per-batch ns/op)")
-	fmt.Fprintln(w, "generator\tns/op\tvs bwmarrin\tbatches")
+	w := table(fmt.Sprintf("(3) Uncontended call cost, one goroutine, median ns per call: single = a quarter of a tick's IDs back to back "+
+		"from the start of a fresh tick (per batch); burst = %d calls (fewer if a tick holds fewer) right after a tick boundary (per burst)", burstCalls))
+	fmt.Fprintln(w, "generator	single ns/op	vs bwmarrin	batches	burst ns/op	vs bwmarrin	bursts × calls")
+	cols := func(xs []float64, ref float64) string {
+		if len(xs) == 0 {
+			return "-\t-\t-"
+		}
+		m := median(xs)
+		return fmt.Sprintf("%.1f\t%s\t%d", m, ratio(m, ref), len(xs))
+	}
 	for _, p := range peers {
-		m := median(costs[p])
-		fmt.Fprintf(w, "%s\t%.1f\t%s\t%d\n", p.name, m, ratio(m, ref), len(costs[p]))
+		b := cols(burst[p], burstRef)
+		if len(burst[p]) > 0 {
+			b += fmt.Sprintf(" × %d", burstLen(p))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", p.name, cols(single[p], singleRef), b)
 		if p.name == "ringflake" {
-			sum.single, sum.singleRef = m, ref
+			sum.single, sum.singleRef = median(single[p]), singleRef
+			sum.burst, sum.burstRef = median(burst[p]), burstRef
 		}
 	}
-	fmt.Fprintf(w, "(time.Now)\t%.1f\t\t%d\n", median(wall), len(wall))
-	fmt.Fprintf(w, "(monotonic read, time.Since)\t%.1f\t\t%d\n", median(mon), len(mon))
+	if len(wall) > 0 {
+		fmt.Fprintf(w, "(time.Now)\t%.1f\t\t%d\n", median(wall), len(wall))
+		fmt.Fprintf(w, "(monotonic read, time.Since)\t%.1f\t\t%d\n", median(mon), len(mon))
+	}
 	w.Flush()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func allocs(peers []*peer, sum *summary) {
@@ -241,7 +276,7 @@ func printMachine(out io.Writer, o options) {
 	fmt.Fprintf(out, "machine: %s, %d cores, GOMAXPROCS=%d, %s %s/%s, kernel %s; %s; %s\n", cpu, runtime.NumCPU(),
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernel, rev, time.Now().UTC().Format(time.RFC3339))
 	scen := []string{}
-	for _, s := range []string{"sat", "paced", "busy", "single", "allocs"} {
+	for _, s := range []string{"sat", "paced", "busy", "single", "burst", "allocs"} {
 		if o.run[s] {
 			scen = append(scen, s)
 		}

@@ -29,6 +29,42 @@ func singleCost(p *peer, batches int) []float64 {
 	return out
 }
 
+// burstCalls is the length of a burst: most of a default 4096-ID tick.
+const burstCalls = 4000
+
+// burstMargin keeps a burst inside one tick of a peer with fewer IDs per
+// tick: it issues at most perTick-burstMargin, so that no burst waits for
+// the next tick even if the peer's tick starts a little after the harness's.
+const burstMargin = 96
+
+// burstLen is how many calls a burst makes on p.
+func burstLen(p *peer) int {
+	return max(min(burstCalls, p.perTick-burstMargin), 1)
+}
+
+// burstCost measures one goroutine's cost per call as a burst of requests
+// sees it: right after a tick boundary it times burstLen(p) calls back to
+// back, then waits for the next boundary untimed. It differs from
+// singleCost only in the burst's length, which covers most of the tick
+// rather than its first quarter. It returns the ns/op of each burst.
+func burstCost(p *peer, bursts int) []float64 {
+	n := burstLen(p)
+	out := make([]float64, 0, bursts)
+	at := mono()
+	var acc int64
+	for range bursts {
+		at = alignedWait(p.tick, at+1)
+		s := mono()
+		for range n {
+			id, _ := p.next()
+			acc ^= id
+		}
+		out = append(out, float64(mono()-s)/float64(n))
+	}
+	runtime.KeepAlive(acc)
+	return out
+}
+
 // clockCost times a clock read the way singleCost times a peer, as a
 // reference for what one ID must cost at least.
 func clockCost(read func() int64, batches int) []float64 {

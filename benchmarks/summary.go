@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// summary holds ringflake's figures for the targets of issue 5, each a
-// ratio measured in the same run.
+// summary holds ringflake's figures for the checks printed at the end of a
+// run, each a ratio measured in the same run or an absolute bound.
 type summary struct {
 	quick             bool    // a -quick run, whose statuses are only indicative
-	single, singleRef float64 // ns/op of ringflake and bwmarrin
+	single, singleRef float64 // ns/op of ringflake and bwmarrin, single-call scenario
+	burst, burstRef   float64 // the same in bursts
 	sat               []satSummary
 	paced, busy       pacedSummary
 	allocs            float64 // the most allocations per ID seen
@@ -37,15 +38,18 @@ type satSummary struct {
 }
 
 func (s *summary) print() {
-	fmt.Println("\ntargets (issue 5), ringflake in this run:")
+	fmt.Println("\nchecks, ringflake in this run:")
 	if s.quick {
 		fmt.Println("(a -quick run: one round of 50 ms windows, for CI's duplicate check; a tick lost to one late wake-up is 2 % of a window,")
 		fmt.Println("so these statuses are indicative only; the README's full run is the measurement)")
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "target\tmeasured\tstatus")
+	fmt.Fprintln(w, "check\tmeasured\tstatus")
 	if s.singleRef > 0 {
 		fmt.Fprintf(w, "single call <= bwmarrin's\t%.1f vs %.1f ns (%.2fx)\t%s\n", s.single, s.singleRef, s.single/s.singleRef, met(s.single <= s.singleRef))
+	}
+	if s.burstRef > 0 {
+		fmt.Fprintf(w, "call in a burst <= bwmarrin's\t%.1f vs %.1f ns (%.2fx)\t%s\n", s.burst, s.burstRef, s.burst/s.burstRef, met(s.burst <= s.burstRef))
 	}
 	var failed int64
 	for _, r := range s.sat {
