@@ -19,7 +19,11 @@ func (l *Leaser) refresh(parent, ctx context.Context, timeout time.Duration) err
 			l.noteErr(err)
 			return err
 		}
-		l.set(func(le *machineid.Lease) { le.Held, le.Err = false, err })
+		l.set(func(le *machineid.Lease) {
+			if !l.released {
+				le.Held, le.Err = false, err
+			}
+		})
 	}
 	err := l.acquire(parent, ctx, timeout)
 	l.noteErr(err)
@@ -68,10 +72,14 @@ func (l *Leaser) acquire(parent, ctx context.Context, timeout time.Duration) err
 	return nil
 }
 
-// publish reports the lease that held describes, valid until its deadline.
+// publish reports the lease that held describes, valid until its deadline,
+// unless Release has begun: watchers have then seen the final report.
 func (l *Leaser) publish() {
 	h := l.held
 	l.set(func(le *machineid.Lease) {
+		if l.released {
+			return
+		}
 		l.deadline = h.deadline(l.cfg.margin)
 		*le = machineid.Lease{ID: h.id, Held: time.Until(l.deadline) > 0, After: timeOf(h.after), Until: timeOf(h.mark)}
 		if !le.Held {
