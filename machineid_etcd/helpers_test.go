@@ -24,10 +24,15 @@ const ttl = time.Second
 // ends. It does not wait to connect.
 func newClient(t testing.TB, endpoints []string) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientConfig(endpoints))
 	require.NoError(t, err, "clientv3.New(%v)", endpoints)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// clientConfig configures a client with clientv3's defaults, and no log.
+func clientConfig(endpoints []string) clientv3.Config {
+	return clientv3.Config{Endpoints: endpoints, Logger: zap.NewNop()}
 }
 
 // newLeaser returns a Leaser on c with the test's TTL and opts, released

@@ -199,10 +199,36 @@ func TestLossWhenEtcdStops(t *testing.T) {
 	// deadline is at most prev + TTL - margin (TTL/5 by default).
 	assert.Less(t, lost.at.Sub(prev.at), ttl-ttl/5+300*time.Millisecond, "loss reported %v after the last confirmed renewal", lost.at.Sub(prev.at))
 
+	// Down for 3s, gRPC's default backoff would wait up to 2.6s more
+	// before it dials again.
+	time.Sleep(3*time.Second - time.Since(lost.at))
 	e.Members[0].Start()
+	e.WaitHealthy()
+	up := time.Now()
 	back, _ := r.waitFor(t, "the lease back", i, 10*ttl, func(l machineid.Lease) bool { return l.Held })
 	assert.Equal(t, id, back.ID, "ID after etcd restarted; want the same")
 	assert.True(t, back.After.Equal(held.After), "After after etcd restarted = %v; want the same %v", back.After, held.After)
+	assert.Less(t, back.at.Sub(up), ttl, "lease back %v after etcd answered; want within a TTL", back.at.Sub(up))
+}
+
+// TestReleaseRightAfterRestart releases as soon as etcd is back from an
+// outage of a few seconds: the client's connection must not be left
+// waiting out gRPC's backoff, or the release fails.
+func TestReleaseRightAfterRestart(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	c := newClient(t, e.Endpoints())
+	l := newLeaser(t, c)
+	r := record(t, l)
+	id := acquire(t, l)
+	e.Members[0].Kill()
+	r.waitFor(t, "the loss", 1, 3*ttl, func(l machineid.Lease) bool { return !l.Held })
+	time.Sleep(2 * time.Second)
+	e.Members[0].Start()
+	e.WaitHealthy()
+	issued := time.Now()
+	require.NoError(t, l.Release(issued), "Release right after etcd came back")
+	assert.Equal(t, issued.UnixNano(), markOf(t, c, id).UnixNano(), "mark after Release")
 }
 
 // TestRenewalRaisesUntil checks that renewals raise Until ahead of time,

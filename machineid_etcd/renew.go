@@ -160,8 +160,21 @@ func (l *Leaser) run() {
 		l.unlock()
 		if err != nil {
 			next = retry
+			l.redial()
 		}
 		t.Reset(next)
+	}
+}
+
+// redial makes the client's connections that failed try again at once,
+// not on gRPC's backoff, which grows to 120s by default: after an outage
+// the Leaser must reach etcd again within the TTL. It uses
+// grpc.ClientConn.ResetConnectBackoff through an interface, so that the
+// build does not depend on that experimental method; without it, redial
+// does nothing.
+func (l *Leaser) redial() {
+	if c, ok := any(l.client.ActiveConnection()).(interface{ ResetConnectBackoff() }); ok {
+		c.ResetConnectBackoff()
 	}
 }
 

@@ -206,6 +206,10 @@ func (l *Leaser) raise(parent, ctx context.Context, timeout time.Duration, floor
 func (l *Leaser) giveUp(issued time.Time) error {
 	h := l.held
 	l.held = holding{id: -1}
+	if h.id < 0 && h.lease == 0 {
+		return nil
+	}
+	l.redial() // a connection still backing off after an outage would fail the calls
 	var errs []error
 	if h.id >= 0 && !issued.IsZero() {
 		mark := max(issued.UnixNano(), h.after, 0)

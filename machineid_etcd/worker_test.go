@@ -14,7 +14,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/machineid_etcd"
@@ -54,7 +53,7 @@ func work(out string) int {
 		fmt.Printf("error BAD range: %v\n", err)
 		return 1
 	}
-	client, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(os.Getenv(workerEndpoints), ","), Logger: zap.NewNop()})
+	client, err := clientv3.New(clientConfig(strings.Split(os.Getenv(workerEndpoints), ",")))
 	if err != nil {
 		fmt.Printf("error BAD %v\n", err)
 		return 1
