@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 )
 
 // TestLowestFreeID checks that each Leaser takes the lowest ID no live
-// lease holds, and that a released ID is the lowest free one again.
+// lease holds, and that a released ID is the lowest free one again (its
+// mark, lowered to a past time, does not stand in the way).
 func TestLowestFreeID(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
@@ -30,6 +32,26 @@ func TestLowestFreeID(t *testing.T) {
 	assert.Equal(t, int64(6), acquire(t, b), "second MachineID; want the next")
 	require.NoError(t, a.Release(time.Now()), "Release")
 	assert.Equal(t, int64(5), acquire(t, newLeaser(t, c, rng)), "MachineID after 5 was released; want 5 again")
+}
+
+// TestPrefersPassedMark checks that a Leaser skips a free ID whose mark is
+// ahead of its clock for one it can issue on at once, and takes the free ID
+// with the earliest mark when every free one is ahead.
+func TestPrefersPassedMark(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	c := newClient(t, e.Endpoints())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for id, ahead := range map[string]time.Duration{"0": time.Hour, "1": 10 * time.Minute, "2": 20 * time.Minute} {
+		_, err := c.Put(ctx, "ringflake/machineid/mark/"+id, strconv.FormatInt(time.Now().Add(ahead).UnixNano(), 10))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(3), acquire(t, newLeaser(t, c, machineid_etcd.WithRange(0, 3))), "ID with 0..2's marks ahead; want 3, which has none")
+	l := newLeaser(t, c, machineid_etcd.WithRange(0, 2))
+	assert.Equal(t, int64(1), acquire(t, l), "ID with every free mark ahead; want 1, the earliest")
+	after := record(t, l).last().After
+	assert.InDelta(t, 10*time.Minute, time.Until(after), float64(time.Minute), "After = %v; want 1's mark, 10 minutes ahead", after)
 }
 
 // TestExclusiveUnderContention has more Leasers than IDs, each with its own

@@ -82,32 +82,36 @@ func (l *Leaser) granted(seconds int64) time.Duration {
 	return min(l.cfg.ttl, time.Duration(seconds)*time.Second)
 }
 
-// claim takes the lowest free ID in the range on the held etcd lease and
-// returns it with the mark it had (0 if none). An ID whose owner key
-// already holds this Leaser's token, left by a call that timed out, is
-// taken first. The caller holds the calls lock.
+// claim takes a free ID in the range on the held etcd lease (see pick)
+// and returns it with the mark it had, read in the same transaction (0 if
+// none). The caller holds the calls lock.
 func (l *Leaser) claim(parent, ctx context.Context, timeout time.Duration) (id, mark int64, err error) {
-	owners := l.cfg.prefix + "owner/"
+	// Both lists in one transaction, so they are read at one revision.
+	lists := []clientv3.Op{
+		clientv3.OpGet(l.cfg.prefix+"owner/", clientv3.WithPrefix()),
+		clientv3.OpGet(l.cfg.prefix+"mark/", clientv3.WithPrefix()),
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	resp, err := l.client.Get(cctx, owners, clientv3.WithPrefix())
+	tr, err := l.client.Txn(cctx).Then(lists...).Commit()
 	cancel()
 	if err != nil {
 		return -1, 0, l.callErr(parent, cctx, "listing the IDs held", timeout, err)
 	}
-	kvs := resp.Kvs
 	for {
-		id, mine, held := l.pick(kvs)
+		owners, marks := tr.Responses[0].GetResponseRange().Kvs, tr.Responses[1].GetResponseRange().Kvs
+		id, mine := l.pick(owners, marks, l.cfg.clock().UnixNano())
 		if id < 0 {
-			return -1, 0, fmt.Errorf("%w: all of %d..%d are held (%d owner keys under %q)", ErrExhausted, l.cfg.lo, l.cfg.hi, held, owners)
+			return -1, 0, fmt.Errorf("%w: all of %d..%d are held (%d owner keys under %q)",
+				ErrExhausted, l.cfg.lo, l.cfg.hi, len(owners), l.cfg.prefix+"owner/")
 		}
 		cmp := clientv3.Compare(clientv3.CreateRevision(l.ownerKey(id)), "=", 0)
 		if mine {
 			cmp = clientv3.Compare(clientv3.Value(l.ownerKey(id)), "=", l.token)
 		}
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		tr, err := l.client.Txn(cctx).If(cmp).
+		tr, err = l.client.Txn(cctx).If(cmp).
 			Then(clientv3.OpPut(l.ownerKey(id), l.token, clientv3.WithLease(l.held.lease)), clientv3.OpGet(l.markKey(id))).
-			Else(clientv3.OpGet(owners, clientv3.WithPrefix())).
+			Else(lists...).
 			Commit()
 		cancel()
 		if err != nil {
@@ -117,40 +121,55 @@ func (l *Leaser) claim(parent, ctx context.Context, timeout time.Duration) (id, 
 			mark, err := l.parseMark(id, tr.Responses[1].GetResponseRange().Kvs)
 			return id, mark, err
 		}
-		kvs = tr.Responses[0].GetResponseRange().Kvs // someone took id first: look again
+		// Someone took id first; the Else branch listed the keys again.
 	}
 }
 
-// pick returns the ID to claim given the owner keys: the lowest one of this
-// Leaser's own in the range (mine), else the lowest in the range without
-// an owner, else -1. held counts the owner keys in the range.
-func (l *Leaser) pick(kvs []*mvccpb.KeyValue) (id int64, mine bool, held int) {
-	owners := l.cfg.prefix + "owner/"
-	taken := make(map[int64]bool, len(kvs))
-	own := int64(-1)
-	for _, kv := range kvs {
-		n, err := strconv.ParseInt(strings.TrimPrefix(string(kv.Key), owners), 10, 64)
-		if err != nil || n < l.cfg.lo || n > l.cfg.hi {
-			continue
-		}
-		held++
-		taken[n] = true
-		if string(kv.Value) == l.token && (own < 0 || n < own) {
-			own = n
+// pick returns the ID to claim, given the owner and mark keys and the
+// clock now: an ID in the range whose owner key holds this Leaser's token
+// (mine), left by a claim whose answer was lost; else the lowest free one
+// whose mark is before now, so that its holder can issue at once; else the
+// free one with the earliest mark; else -1.
+func (l *Leaser) pick(owners, marks []*mvccpb.KeyValue, now int64) (id int64, mine bool) {
+	taken := make(map[int64]bool, len(owners))
+	for _, kv := range owners {
+		if n, ok := l.idOf(kv.Key, "owner/"); ok {
+			if string(kv.Value) == l.token {
+				return n, true
+			}
+			taken[n] = true
 		}
 	}
-	if own >= 0 {
-		return own, true, held
+	markOf := make(map[int64]int64, len(marks))
+	for _, kv := range marks {
+		if n, ok := l.idOf(kv.Key, "mark/"); ok {
+			markOf[n], _ = strconv.ParseInt(string(kv.Value), 10, 64)
+		}
 	}
+	best := int64(-1)
+	// An ID without a mark key ends the loop, so it runs at most
+	// len(owners)+len(marks)+1 times, however wide the range.
 	for n := l.cfg.lo; n <= l.cfg.hi; n++ {
 		if !taken[n] {
-			return n, false, held
+			if markOf[n] < now {
+				return n, false
+			}
+			if best < 0 || markOf[n] < markOf[best] {
+				best = n
+			}
 		}
 		if n == math.MaxInt64 {
 			break
 		}
 	}
-	return -1, false, held
+	return best, false
+}
+
+// idOf parses the machine ID in a key of the given kind ("owner/" or
+// "mark/"), and reports whether it is one and in the range.
+func (l *Leaser) idOf(key []byte, kind string) (int64, bool) {
+	n, err := strconv.ParseInt(strings.TrimPrefix(string(key), l.cfg.prefix+kind), 10, 64)
+	return n, err == nil && n >= l.cfg.lo && n <= l.cfg.hi
 }
 
 // parseMark reads a mark key's value, 0 if the key is absent.
