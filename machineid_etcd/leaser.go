@@ -74,7 +74,9 @@ var errNotYet = errors.New("machineid_etcd: no machine ID acquired yet")
 // New returns a Leaser that takes machine IDs from etcd through client. It
 // does not contact etcd; the first MachineID does. The client stays the
 // caller's: Release does not close it, and closing it stops the Leaser's
-// calls as a crash would, leaving the lease to expire.
+// calls as a crash would, leaving the lease to expire. After a failed call
+// the Leaser makes the client's failed connections dial again at once,
+// rather than on gRPC's growing backoff, so as to renew within the TTL.
 //
 // New returns an error wrapping ringflake.ErrInvalidConfig if client is
 // nil or an option is out of range; the message names the value and what
