@@ -113,16 +113,20 @@ func New(client *clientv3.Client, opts ...Option) (*Leaser, error) {
 }
 
 // MachineID returns the leased machine ID, first acquiring a lease if none
-// is held: the lowest ID in the range that no live lease holds. It then
-// renews the lease in the background until Release. The calls it makes are
-// bounded by ctx's deadline, or by the call timeout if ctx has none, and it
-// returns soon after ctx is done.
+// is held: the lowest free ID in the range whose mark the clock has passed
+// (see the package doc). It then renews the lease in the background until
+// Release. The calls it makes are bounded by ctx's deadline, or by the
+// call timeout if ctx has none; it returns soon after ctx is done, and at
+// once if ctx is done already.
 //
 // MachineID returns an error wrapping [ErrExhausted], [ErrReleased],
 // [ErrLeaseLost] (the ID it claimed was taken before its mark was raised),
 // ctx's error, or etcd's error. A call that fails may leave a claim in
 // etcd, which expires with its lease after the TTL, or at once on Release.
 func (l *Leaser) MachineID(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, fmt.Errorf("machineid_etcd: %w", err)
+	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -31,7 +31,10 @@ import (
 func (l *Leaser) ownerKey(id int64) string {
 	return l.cfg.prefix + "owner/" + strconv.FormatInt(id, 10)
 }
-func (l *Leaser) markKey(id int64) string { return l.cfg.prefix + "mark/" + strconv.FormatInt(id, 10) }
+
+func (l *Leaser) markKey(id int64) string {
+	return l.cfg.prefix + "mark/" + strconv.FormatInt(id, 10)
+}
 
 // ensureLease renews the etcd lease held, or grants one if there is none
 // or etcd no longer has it. The caller holds the calls lock.
