@@ -412,3 +412,42 @@ func TestReleaseEndsMachineID(t *testing.T) {
 		t.Fatal("MachineID still waits 5s after Release")
 	}
 }
+
+// TestClockAheadCostsWait hands an ID over from a holder whose clock runs
+// 2s ahead to one whose clock is right: the second waits for its clock to
+// pass the mark the first left, and the two issue disjoint IDs.
+func TestClockAheadCostsWait(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	const skew = 2 * time.Second
+	ahead := func() time.Time { return time.Now().Add(skew) }
+	rng := machineid_etcd.WithRange(0, 0)
+	a, err := ringflake.New(
+		ringflake.WithMachineIDSource(newLeaser(t, newClient(t, e.Endpoints()), rng, machineid_etcd.WithClock(ahead))),
+		ringflake.WithClock(ahead))
+	require.NoError(t, err, "New with a clock ahead")
+	var aIDs []ringflake.ID
+	for range 100 {
+		id, err := a.NextID()
+		require.NoError(t, err)
+		aIDs = append(aIDs, id)
+	}
+	require.NoError(t, a.Close(), "Close with a clock ahead")
+
+	start := time.Now()
+	b, err := ringflake.New(ringflake.WithMachineIDSource(newLeaser(t, newClient(t, e.Endpoints()), rng)),
+		ringflake.WithAcquireTimeout(10*time.Second))
+	require.NoError(t, err, "New with a right clock")
+	defer b.Close()
+	waited := time.Since(start)
+	first, err := b.NextID()
+	require.NoError(t, err)
+
+	layout := ringflake.DefaultLayout()
+	lastA := layout.Decompose(aIDs[len(aIDs)-1])
+	firstB := layout.Decompose(first)
+	assert.Equal(t, lastA.Machine, firstB.Machine, "both on ID 0")
+	assert.Greater(t, first, aIDs[len(aIDs)-1], "b's first ID (time %v) not after a's last (time %v)", firstB.Time, lastA.Time)
+	assert.Greater(t, waited, skew-500*time.Millisecond, "New on the right clock took %v; want about the skew, %v", waited, skew)
+	t.Logf("New on the right clock waited %v for a mark %v ahead", waited.Round(time.Millisecond), skew)
+}
