@@ -1,0 +1,50 @@
+package machineid_etcd_test
+
+import (
+	"fmt"
+	"log"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid_etcd"
+)
+
+// A generator on an etcd lease: it takes the lowest free machine ID,
+// follows the lease, and releases it on Close. It needs a running etcd, so
+// it has no output to check.
+func Example() {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	leaser, err := machineid_etcd.New(client, machineid_etcd.WithTTL(10*time.Second), machineid_etcd.WithRange(0, 1023))
+	if err != nil {
+		log.Fatal(err)
+	}
+	gen, err := ringflake.New(ringflake.WithMachineIDSource(leaser))
+	if err != nil {
+		log.Fatal(err) // etcd unreachable, every ID held, ...
+	}
+	defer gen.Close() // releases the lease
+	id, err := gen.NextID()
+	if err != nil {
+		log.Fatal(err) // ringflake.ErrLeaseLost while etcd cannot confirm the lease
+	}
+	fmt.Println(id)
+}
+
+// New refuses an option out of range, before contacting etcd.
+func ExampleNew_invalid() {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	_, err = machineid_etcd.New(client, machineid_etcd.WithTTL(1500*time.Millisecond))
+	fmt.Println(err)
+	// Output:
+	// ringflake: invalid configuration: machineid_etcd: TTL = 1.5s; valid: whole seconds from 1s to 1h
+}
