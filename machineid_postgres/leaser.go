@@ -228,7 +228,16 @@ func (l *Leaser) Release(issued time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.callTimeout)
 	defer cancel()
-	if _, err := l.db.Exec(ctx, l.sql.free, s.token, mark); err != nil {
+	// The statement frees the row only for this token, so running it again
+	// is harmless; a second try gets past a pooled connection that a
+	// server restart closed, which fails only the first statement sent on it.
+	var err error
+	for range 3 {
+		if _, err = l.db.Exec(ctx, l.sql.free, s.token, mark); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
 		s.releaseErr = fmt.Errorf("machineid_postgres: releasing machine ID %d in %s: %w", l.Lease().ID, l.cfg.table, err)
 	}
 	return s.releaseErr

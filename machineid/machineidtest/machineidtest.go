@@ -31,9 +31,10 @@
 //     errors.Is(err, context.Canceled) or errors.Is(err,
 //     context.DeadlineExceeded) holds; the error may wrap a store's own
 //     sentinel too. Release then frees whatever the call took.
-//  7. Configuration. Making a Leaser with lo < 0, lo > hi, or a TTL of 0 or
-//     less fails, before contacting the store, with an error wrapping
-//     ringflake.ErrInvalidConfig.
+//  7. Configuration. Making a Leaser with lo < 0, lo > hi, a negative TTL
+//     or one of a thousand hours fails, before contacting the store, with
+//     an error wrapping ringflake.ErrInvalidConfig. (A TTL of 0 means the
+//     store's default.)
 //  8. Restart. A store that keeps its data across a restart keeps these
 //     promises across it. One that loses its data cannot tell which IDs
 //     were held, nor how far: every holding that begins after the restart

@@ -67,8 +67,8 @@ func (s *memStore) newLeaser(lo, hi int64, ttl time.Duration) (*memLeaser, error
 	case s.flaw == lax:
 	case lo < 0 || lo > hi:
 		return nil, fmt.Errorf("%w: memstore: range %d..%d; want 0 <= lo <= hi", ringflake.ErrInvalidConfig, lo, hi)
-	case ttl <= 0:
-		return nil, fmt.Errorf("%w: memstore: TTL = %v; want more than 0", ringflake.ErrInvalidConfig, ttl)
+	case ttl <= 0 || ttl > time.Hour:
+		return nil, fmt.Errorf("%w: memstore: TTL = %v; valid range above 0 up to 1h", ringflake.ErrInvalidConfig, ttl)
 	}
 	return newMemLeaser(s, lo, hi, ttl), nil
 }
