@@ -46,8 +46,8 @@ type Lease struct {
 // Uniqueness across holders rests on three promises an implementation
 // makes: it reports Held = false before the ID could be granted to anyone
 // else; it reports an Until only once the store has recorded it; and the
-// After it reports is at or past every Until that any earlier holder of the
-// ID was given. Package machineidtest checks them.
+// After it reports, or the time at which it grants the ID if that is later,
+// is at or past every Until that any earlier holder of the ID was given. Package machineidtest checks them.
 type Leaser interface {
 	Source
 	// Watch calls fn with the current lease, before returning, and then

@@ -143,6 +143,8 @@ func (s *Service) MachineID(ctx context.Context) (int64, error) {
 		return -1, errReleased
 	case l.Held:
 		return l.ID, nil
+	case ctx.Err() != nil:
+		return -1, fmt.Errorf("machineid_redis: no machine ID taken: %w", ctx.Err())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -79,8 +79,8 @@ func (led *ledger) succession(c *checker, id int64, hs []*holding) {
 	for j, next := range hs {
 		for _, prev := range hs[:j] {
 			floor, what, ok := prev.bound(next.start())
-			if !ok || next.after.Before(floor) {
-				c.errorf("holder %d took ID %d at +%v with After %s; want it at or past %s",
+			if !ok || next.floor().Before(floor) {
+				c.errorf("holder %d took ID %d at +%v with After %s; want it, or the clock then, at or past %s",
 					next.h.n, id, next.startAt(), stamp(next.after), what)
 			}
 		}
@@ -88,9 +88,11 @@ func (led *ledger) succession(c *checker, id int64, hs []*holding) {
 }
 
 // restartFloor checks, after a restart that lost the store's data, that
-// every holding that began after it has an After at or past every Until
-// given before the restart ended, on any ID: the store can no longer tell
-// which IDs were held, nor how far.
+// every holding that began after it has an After (or began at a time) at
+// or past every Until given to a holding that began before it, on any ID:
+// the store can no longer tell which IDs were held, nor how far. Holdings
+// that began after the restart are the new store's, kept apart by its
+// marks, which succession checks.
 func (led *ledger) restartFloor(c *checker, byID map[int64][]*holding) {
 	led.t.Helper()
 	if led.lostData == 0 {
@@ -101,14 +103,14 @@ func (led *ledger) restartFloor(c *checker, byID map[int64][]*holding) {
 		unlimited bool
 		who       int
 	)
-	for _, h := range led.holders {
-		for _, r := range h.reports {
-			if !r.Held || r.seq >= led.restart[1] {
+	for _, hs := range byID {
+		for _, g := range hs {
+			if g.start() >= led.lostData {
 				continue
 			}
-			unlimited = unlimited || r.Until.IsZero()
-			if r.Until.After(floor) {
-				floor, who = r.Until, h.n
+			unlimited = unlimited || g.unlimited
+			if g.until.After(floor) {
+				floor, who = g.until, g.h.n
 			}
 		}
 	}
@@ -117,8 +119,8 @@ func (led *ledger) restartFloor(c *checker, byID map[int64][]*holding) {
 			if g.start() < led.lostData {
 				continue
 			}
-			if unlimited || g.after.Before(floor) {
-				c.errorf("holder %d took ID %d at +%v, after a restart that lost the store's data, with After %s; want a restart floor at or past every Until given before, the latest %s (holder %d)",
+			if unlimited || g.floor().Before(floor) {
+				c.errorf("holder %d took ID %d at +%v, after a restart that lost the store's data, with After %s; want a restart floor (or the clock then) at or past every Until given before, the latest %s (holder %d)",
 					g.h.n, g.id, g.startAt(), stamp(g.after), stampUntil(floor, unlimited), who)
 			}
 		}
@@ -170,7 +172,7 @@ func (led *ledger) handedOver(c *checker, id int64, hs []*holding) {
 	led.t.Helper()
 	for j, next := range hs {
 		for _, prev := range hs[:j] {
-			if prev.issued.After(next.after) {
+			if prev.issued.After(next.floor()) {
 				c.errorf("holder %d issued an ID of time %s on machine ID %d, past the After %s of holder %d, which took the ID at +%v",
 					prev.h.n, stamp(prev.issued), id, stamp(next.after), next.h.n, next.startAt())
 			}

@@ -17,6 +17,7 @@ type holding struct {
 	h         *holder
 	id        int64
 	after     time.Time
+	began     time.Time // the clock when the first report of the holding came
 	until     time.Time // the largest Until reported
 	unlimited bool      // a report held the ID with the zero Until: no limit
 	spans     []span    // while its reports said Held
@@ -32,6 +33,14 @@ type span struct {
 }
 
 func (g *holding) start() int { return g.spans[0].from }
+
+// floor returns the latest time at or before which the holding cannot
+// issue: its After, or, if later, the clock when it began, since a
+// generator issues only times its clock shows. A store that lost its marks
+// may grant an ID with no After once every earlier Until has passed (by
+// the clock, within the skew it allows): the suite's holders share one
+// clock, so that is a fair test of it.
+func (g *holding) floor() time.Time { return later(g.after, g.began) }
 
 func (g *holding) startAt() time.Duration { return g.spans[0].fromAt }
 
@@ -146,7 +155,7 @@ func (rd *reader) held(r report) {
 	}
 	if !same {
 		rd.end(r)
-		cur = &holding{h: h, id: r.ID, after: r.After}
+		cur = &holding{h: h, id: r.ID, after: r.After, began: r.when}
 		rd.cur, rd.hs = cur, append(rd.hs, cur)
 	} else if !r.Until.IsZero() && (cur.unlimited || r.Until.Before(cur.until)) {
 		c.errorf("holder %d: Until of ID %d went down from %s to %s at +%v; want it never to decrease",

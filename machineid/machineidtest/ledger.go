@@ -63,8 +63,9 @@ type holder struct {
 
 // report is one call of a holder's watcher.
 type report struct {
-	seq int
-	at  time.Duration // since the subtest began
+	seq  int
+	at   time.Duration // since the subtest began
+	when time.Time     // the clock when it came
 	machineid.Lease
 }
 
@@ -98,7 +99,7 @@ func (led *ledger) newHolder(lo, hi int64) *holder {
 func (h *holder) record(l machineid.Lease) {
 	h.led.mu.Lock()
 	defer h.led.mu.Unlock()
-	h.reports = append(h.reports, report{seq: h.led.next(), at: h.led.since(), Lease: l})
+	h.reports = append(h.reports, report{seq: h.led.next(), at: h.led.since(), when: time.Now(), Lease: l})
 }
 
 // Release records the release, so that the next holder's After is held to

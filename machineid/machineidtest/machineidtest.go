@@ -18,9 +18,12 @@
 //  2. Marks. Within a holding, After stays fixed and Until never decreases.
 //     Until is reported only once the store has recorded it, and renewals
 //     raise it before the holder's clock reaches it.
-//  3. Succession. A holding's After is at or past every Until given in an
-//     earlier holding of the ID; after Release(issued) with a non-zero
-//     issued, at or past issued and that holding's After instead.
+//  3. Succession. A holding's After, or the clock when it begins if that
+//     is later, is at or past every Until given in an earlier holding of
+//     the ID; after Release(issued) with a non-zero issued, at or past
+//     issued and that holding's After instead. (A store that lost its
+//     marks may grant an ID with no After once the clock has passed every
+//     Until it could have given.)
 //  4. Release. Once Release returns, watchers see Held = false and the ID
 //     can be taken at once. Release may be called again, and on a Leaser
 //     that holds nothing; a healthy store returns nil each time.
@@ -38,8 +41,8 @@
 //  8. Restart. A store that keeps its data across a restart keeps these
 //     promises across it. One that loses its data cannot tell which IDs
 //     were held, nor how far: every holding that begins after the restart
-//     has an After at or past every Until given before it (a restart
-//     floor), so that what it issues stays apart from what a holder from
+//     has an After (or begins at a time) at or past every Until given
+//     before it (a restart floor), so that what it issues stays apart from what a holder from
 //     before, which has yet to notice its loss, may still issue.
 //
 // Promises 1 to 3 are those [machineid.Leaser] states; with them, the IDs
