@@ -25,7 +25,7 @@
 // releases the ID and lowers its mark to the time it really issued. A
 // crashed process's ID is free again after its TTL.
 //
-// Host mode ([WithHostMapping]): compatible with the seed design's keys
+// Host mode ([WithHostMapping]): compatible with an existing host mapping's keys
 // and data, <prefix>IP_MACHINE_ID_MAPPING (host -> ID) and <prefix>MAX_ID
 // (last ID handed out). Lookup and allocation are one atomic script that
 // never goes past the range. The host's ID is then leased like in lease

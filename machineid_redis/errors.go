@@ -23,7 +23,7 @@ var (
 	// duplicate IDs, so the call refuses.
 	ErrHostInUse = errors.New("machineid_redis: the host's machine ID is held by another process")
 
-	// ErrBadMapping means, in host mode, that the seed's mapping holds an
+	// ErrBadMapping means, in host mode, that the host mapping holds an
 	// ID outside the configured range, or that it or MAX_ID holds a value
 	// that is not a decimal ID (1 to 15 ASCII digits).
 	ErrBadMapping = errors.New("machineid_redis: host mapping holds an unusable machine ID")

@@ -48,7 +48,7 @@ type config struct {
 // WithPrefix sets the prefix of every key. It must contain a Redis Cluster
 // hash tag, a non-empty "{...}", so all keys share one slot, unless the
 // client is a plain *redis.Client (standalone or Sentinel), where any
-// prefix works; seed deployments with an untagged prefix keep theirs that
+// prefix works; deployments with an untagged prefix keep theirs that
 // way. "", the default, means "{ringflake}:".
 func WithPrefix(p string) Option {
 	return optionFunc(func(c *config) { c.prefix = p })
@@ -57,7 +57,7 @@ func WithPrefix(p string) Option {
 // WithRange sets the machine IDs the service may hand out, min..max
 // inclusive, with 0 <= min <= max < 10^14; keep max within the layout's
 // MaxMachine, or the generator refuses an ID above it. The default is
-// 0..1023 in lease mode and the seed's 1..1023 in host mode, which fit the
+// 0..1023 in lease mode and 1..1023 in host mode, as host mappings number them, which fit the
 // default layout. Lease mode's acquire script scans the range inside
 // Redis, blocking it meanwhile: about 1ms for 1024 IDs all held, so keep
 // ranges to a few thousand IDs. The bound 10^14 is where Lua starts
@@ -135,15 +135,15 @@ func WithClock(clock func() time.Time) Option {
 	return optionFunc(func(c *config) { c.clock = clock })
 }
 
-// WithHostMapping puts the service in host mode, compatible with the seed
-// design's keys and data: host is looked up in
+// WithHostMapping puts the service in host mode, compatible with the keys
+// and data of an existing host mapping: host is looked up in
 // <prefix>IP_MACHINE_ID_MAPPING and, if absent, given the ID after
 // <prefix>MAX_ID, in one atomic script that never goes past the range. The
 // ID is then leased like in lease mode, so a second live process on the
 // host is refused with [ErrHostInUse] instead of sharing it. IDs are never
 // recycled, so host churn can exhaust the range ([ErrExhausted]). host ""
-// means this host's first private IPv4 address, as the seed's mapping
-// uses, or its hostname if it has none.
+// means this host's first private IPv4 address, as host mappings use, or
+// its hostname if it has none.
 func WithHostMapping(host string) Option {
 	return optionFunc(func(c *config) { c.hostMode, c.host = true, host })
 }
@@ -156,7 +156,7 @@ func (c *config) validate(client redis.UniversalClient) error {
 	if !c.rangeSet {
 		c.min, c.max = 0, 1023
 		if c.hostMode {
-			c.min = 1 // the seed's IDs start at 1
+			c.min = 1 // host mappings number IDs from 1
 		}
 	}
 	if c.ttl == 0 {

@@ -10,8 +10,8 @@ import "github.com/redis/go-redis/v9"
 //	                                 mark it inherited; PX = lease TTL
 //	<prefix>MARKS                    hash id -> high-water mark, ms since the
 //	                                 Unix epoch on the holders' clocks; no TTL
-//	<prefix>IP_MACHINE_ID_MAPPING    hash host -> id (the seed's, host mode)
-//	<prefix>MAX_ID                   string: the last id handed out (the seed's)
+//	<prefix>IP_MACHINE_ID_MAPPING    hash host -> id (host mode)
+//	<prefix>MAX_ID                   string: the last id handed out (host mode)
 //
 // Scripts touch only keys in the prefix's slot. KEYS carries the fixed keys
 // so a Cluster client routes the call to the slot's node; the per-ID and
@@ -164,7 +164,7 @@ end
 return take(prefix, token, marks, best, bestMark, ttl, now, ahead, up)
 `)
 
-// hostAcquire is the seed's mapping made atomic: the host's ID from the
+// hostAcquire is the host mapping made atomic: the host's ID from the
 // mapping, or the next one after MAX_ID (never past hi, never below lo),
 // then a lease on it like leaseAcquire's, so a second live process on the
 // host is refused rather than sharing the ID.

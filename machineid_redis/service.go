@@ -112,7 +112,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Service, error) {
 }
 
 // defaultHost is the host mode's name for this host: its first private
-// IPv4 address, as the seed's mapping uses, or else its hostname.
+// IPv4 address, as host mappings use, or else its hostname.
 func defaultHost() (string, error) {
 	if n, err := machineid.PrivateIP(1<<32 - 1).MachineID(context.Background()); err == nil {
 		return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String(), nil

@@ -26,7 +26,7 @@ type leaseFlags struct {
 func (l *leaseFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.url, "lease", "", "lease the machine ID from the store at `URL`: "+
 		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster; "+
-		"query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for the seed's host-IP mapping, and go-redis's own")
+		"query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for a host-IP mapping (IP_MACHINE_ID_MAPPING, MAX_ID), and go-redis's own")
 	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023; 1-1023 with mode=host)")
 	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D`, 1s..5m (default 10s): a crashed process's ID is free after it, and a new process waits up to it after the store restarts")
 	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server, and let the clock read up to D ahead of the server's; 1ms up to TTL/2 (default TTL/5)")

@@ -37,7 +37,7 @@ commands:
                                   redis://[user:pass@]host:port[/db]  (rediss:// for TLS)
                                   redis://host:port?addr=host2:port2&addr=...  a Cluster
                                 with the query parameters prefix=P (default {ringflake}:),
-                                mode=host[&host=NAME] (the seed's host-IP mapping), and
+                                mode=host[&host=NAME] (a host-IP mapping), and
                                 go-redis's own (dial_timeout=, max_retries=, ...)
       [--machine-range MIN-MAX] [--lease-ttl D] [--safety-margin D] [--max-clock-skew D]
                                 the IDs the lease may hand out and its safety settings
