@@ -190,10 +190,11 @@ func releaseWithin(l machineid.Leaser, issued time.Time, deadline time.Time) {
 	}
 }
 
-// awaitMark waits, until deadline in real time, for the lease's first report
-// and for the generator's clock to pass the mark the lease inherited. It
-// returns a *ClockError wrapping ErrMarkAhead if the mark is further ahead
-// than the deadline, or ErrLeaseLost if the lease is not held.
+// awaitMark waits, until deadline in real time, until the generator can
+// issue: the lease held, the clock past the mark it inherited and not past
+// the one confirmed. It returns a *ClockError wrapping ErrMarkAhead if the
+// inherited mark is further ahead than the deadline, or ErrLeaseLost if the
+// lease is not held, or not confirmed as far as the clock, by then.
 func (g *Generator) awaitMark(deadline time.Time) error {
 	logged := false
 	for {
@@ -202,10 +203,20 @@ func (g *Generator) awaitMark(deadline time.Time) error {
 		now := r.time()
 		switch st.kind {
 		case held:
-			mark := st.lease.After
-			if mark.IsZero() || g.tickAt(now) > st.b.floor {
+			tick := g.tickAt(now)
+			if tick > st.b.floor && tick <= st.b.ceil {
 				return nil
 			}
+			if tick > st.b.ceil {
+				// Past the confirmed mark, which can happen when the mark
+				// was confirmed no further than the one inherited: the
+				// next renewal raises it.
+				if !g.waitState(st, min(time.Until(deadline), leasePoll(g.layout.Tick))) && time.Now().After(deadline) {
+					return &ClockError{Err: ErrLeaseLost, Clock: now}
+				}
+				continue
+			}
+			mark := st.lease.After
 			ahead := mark.Sub(now)
 			if !logged {
 				logged = true
@@ -214,9 +225,7 @@ func (g *Generator) awaitMark(deadline time.Time) error {
 			if left := time.Until(deadline); ahead > left {
 				return &ClockError{Err: ErrMarkAhead, Clock: now, By: ahead}
 			}
-			if !g.waitState(st, min(ahead+time.Millisecond, leasePoll(g.layout.Tick)*10)) {
-				continue
-			}
+			g.waitState(st, min(ahead+time.Millisecond, leasePoll(g.layout.Tick)*10))
 		case closed:
 			return ErrClosed
 		default:

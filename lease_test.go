@@ -481,3 +481,25 @@ func TestNewFailsOnALeaseNeverHeld(t *testing.T) {
 	assert.ErrorIs(t, err, cause)
 	assert.Equal(t, 1, f.closeCount(), "the lease is released")
 }
+
+// A lease confirmed no further than the clock (a new holder whose mark was
+// confirmed only as far as the one it inherited) is waited on in New until
+// a renewal raises it, so that the first call issues rather than fail with
+// ErrLeaseLost.
+func TestNewWaitsForTheConfirmedMarkToPassTheClock(t *testing.T) {
+	t.Parallel()
+	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true, Until: time.Now().Add(-time.Second)})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f.set(machineid.Lease{ID: 5, Held: true, Until: time.Now().Add(time.Hour)}) // the renewal
+	}()
+	g, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	defer g.Close()
+	_, err = g.NextID()
+	require.NoError(t, err, "the first call after New issues")
+
+	never := newFakeLeaser(machineid.Lease{ID: 6, Held: true, Until: time.Now().Add(-time.Second)})
+	_, err = ringflake.New(ringflake.WithMachineIDSource(never), ringflake.WithAcquireTimeout(30*time.Millisecond))
+	require.ErrorIs(t, err, ringflake.ErrLeaseLost, "a mark never raised past the clock fails New")
+}
