@@ -88,40 +88,36 @@ func (led *ledger) succession(c *checker, id int64, hs []*holding) {
 }
 
 // restartFloor checks, after a restart that lost the store's data, that
-// every holding that began after it has an After (or began at a time) at
-// or past every Until given to a holding that began before it, on any ID:
-// the store can no longer tell which IDs were held, nor how far. Holdings
-// that began after the restart are the new store's, kept apart by its
-// marks, which succession checks.
+// every holding of an ID that began after it has an After (or began at a
+// time) at or past every Until given to a holding of that ID that began
+// before it: the store can no longer tell who held the ID, nor how far,
+// and a holder from before may still be issuing on it.
 func (led *ledger) restartFloor(c *checker, byID map[int64][]*holding) {
 	led.t.Helper()
 	if led.lostData == 0 {
 		return
 	}
-	var (
-		floor     time.Time
-		unlimited bool
-		who       int
-	)
-	for _, hs := range byID {
-		for _, g := range hs {
-			if g.start() >= led.lostData {
-				continue
-			}
-			unlimited = unlimited || g.unlimited
-			if g.until.After(floor) {
-				floor, who = g.until, g.h.n
-			}
-		}
-	}
-	for _, hs := range byID {
+	for id, hs := range byID {
+		var (
+			floor     time.Time
+			unlimited bool
+			who       int
+		)
 		for _, g := range hs {
 			if g.start() < led.lostData {
-				continue
+				unlimited = unlimited || g.unlimited
+				if g.until.After(floor) {
+					floor, who = g.until, g.h.n
+				}
 			}
-			if unlimited || g.floor().Before(floor) {
-				c.errorf("holder %d took ID %d at +%v, after a restart that lost the store's data, with After %s; want a restart floor (or the clock then) at or past every Until given before, the latest %s (holder %d)",
-					g.h.n, g.id, g.startAt(), stamp(g.after), stampUntil(floor, unlimited), who)
+		}
+		if floor.IsZero() && !unlimited {
+			continue
+		}
+		for _, g := range hs {
+			if g.start() >= led.lostData && (unlimited || g.floor().Before(floor)) {
+				c.errorf("holder %d took ID %d at +%v, after a restart that lost the store's data, with After %s; want a restart floor (or the clock then) at or past every Until given to its holders before, the latest %s (holder %d)",
+					g.h.n, id, g.startAt(), stamp(g.after), stampUntil(floor, unlimited), who)
 			}
 		}
 	}

@@ -40,10 +40,11 @@
 //     store's default.)
 //  8. Restart. A store that keeps its data across a restart keeps these
 //     promises across it. One that loses its data cannot tell which IDs
-//     were held, nor how far: every holding that begins after the restart
-//     has an After (or begins at a time) at or past every Until given
-//     before it (a restart floor), so that what it issues stays apart from what a holder from
-//     before, which has yet to notice its loss, may still issue.
+//     were held, nor how far: every holding of an ID that begins after the
+//     restart has an After (or begins at a time) at or past every Until
+//     given for that ID before it (a restart floor), so that what it
+//     issues stays apart from what a holder from before, which has yet to
+//     notice its loss, may still issue.
 //
 // Promises 1 to 3 are those [machineid.Leaser] states; with them, the IDs
 // that generators on the leases issue are distinct, across handovers,
