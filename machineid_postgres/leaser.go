@@ -188,7 +188,7 @@ func newSession() *session {
 // issued is not the zero Time, the ID's mark comes down to issued, or to the
 // mark this holder inherited if that is later; the zero Time keeps the
 // confirmed mark. Only rows this Leaser still owns change. Release waits for
-// a statement in flight to end, then for its own, at most the call timeout;
+// a statement in flight to end, then for its own, at most the TTL;
 // a Leaser that never tried to take a lease does not contact the database.
 // A later MachineID takes a lease again, with a new token.
 //
@@ -226,7 +226,10 @@ func (l *Leaser) Release(issued time.Time) error {
 	if !issued.IsZero() {
 		mark = ceilMicro(issued)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.callTimeout)
+	// Up to a TTL, not the call timeout: no lease is at stake any more, and
+	// past a TTL the row has expired anyway; a busy database may still
+	// answer in time to lower the mark.
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ttl)
 	defer cancel()
 	// The statement frees the row only for this token, so running it again
 	// is harmless; a second try gets past a pooled connection that a
