@@ -130,7 +130,7 @@ func key(name string, s attribute.Set) string {
 	}
 	var kv []string
 	for _, a := range s.ToSlice() { // sorted by key
-		kv = append(kv, fmt.Sprintf("%s=%q", a.Key, a.Value.Emit()))
+		kv = append(kv, fmt.Sprintf("%s=%q", a.Key, a.Value.String()))
 	}
 	return name + "{" + strings.Join(kv, ",") + "}"
 }
