@@ -25,12 +25,15 @@ type leaseFlags struct {
 
 func (l *leaseFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.url, "lease", "", "lease the machine ID from the store at `URL`: "+
-		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster; "+
-		"query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for the seed's host-IP mapping, and go-redis's own")
+		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster "+
+		"(query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for the seed's host-IP mapping, and go-redis's own); "+
+		"etcd://host:port[,host:port...][?prefix=P] (default prefix ringflake/machineid/); "+
+		"postgres://user:pass@host:port/db (or postgresql://) with table=NAME (default ringflake_machine_ids, created if missing) and pgx's own parameters")
 	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023; 1-1023 with mode=host)")
-	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D`, 1s..5m (default 10s): a crashed process's ID is free after it, and a new process waits up to it after the store restarts")
-	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server, and let the clock read up to D ahead of the server's; 1ms up to TTL/2 (default TTL/5)")
-	fs.DurationVar(&l.skew, "max-clock-skew", 0, "how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
+	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D` (default 10s): a crashed process's ID is free after it, and a new process may wait up to it after the store restarts; "+
+		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..24h")
+	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server (redis: and let the clock read up to D ahead of the server's); below TTL/2 (default TTL/5)")
+	fs.DurationVar(&l.skew, "max-clock-skew", 0, "redis only: how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
 }
 
 // leaseOnly are the flags that mean nothing without --lease.
@@ -86,8 +89,11 @@ type backend func(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error)
 // backends maps each --lease scheme to its backend. A store plugs in here,
 // with one function.
 var backends = map[string]backend{
-	"redis":  redisLease,
-	"rediss": redisLease,
+	"redis":      redisLease,
+	"rediss":     redisLease,
+	"etcd":       etcdLease,
+	"postgres":   postgresLease,
+	"postgresql": postgresLease,
 }
 
 // schemes lists the supported schemes, for messages.

@@ -3,7 +3,8 @@
 // Usage:
 //
 //	ringflake gen -n N --machine-id M    print N new IDs, one per line
-//	ringflake gen -n N --lease URL       the same, with a machine ID leased from a store (redis://...)
+//	ringflake gen -n N --lease URL       the same, with a machine ID leased from a store
+//	                                     (redis://, etcd:// or postgres://)
 //	ringflake decode ID...               print the time, machine and sequence of each ID
 //	ringflake simulate [--rollback D]    replay a clock step-back against ringflake and a strict Snowflake
 //	ringflake simulate --svg FILE        the same, and draw it as an SVG chart in FILE
@@ -36,11 +37,17 @@ commands:
       [--lease URL]             lease the machine ID from a store instead:
                                   redis://[user:pass@]host:port[/db]  (rediss:// for TLS)
                                   redis://host:port?addr=host2:port2&addr=...  a Cluster
-                                with the query parameters prefix=P (default {ringflake}:),
-                                mode=host[&host=NAME] (the seed's host-IP mapping), and
-                                go-redis's own (dial_timeout=, max_retries=, ...)
+                                    with prefix=P (default {ringflake}:), mode=host[&host=NAME]
+                                    (the seed's host-IP mapping), and go-redis's own
+                                    parameters (dial_timeout=, max_retries=, ...)
+                                  etcd://host:port[,host:port...][?prefix=P]
+                                    (default prefix ringflake/machineid/)
+                                  postgres://user:pass@host:port/db[?table=NAME&...]
+                                    (or postgresql://; default table ringflake_machine_ids,
+                                    created if missing; pgx's own parameters: sslmode=, ...)
       [--machine-range MIN-MAX] [--lease-ttl D] [--safety-margin D] [--max-clock-skew D]
-                                the IDs the lease may hand out and its safety settings
+                                the IDs the lease may hand out and its safety settings;
+                                --max-clock-skew is for redis:// only
                                 (bounds and defaults: "ringflake gen -h")
       [--acquire-timeout D]     wait at most D for the lease and its inherited mark (30s)
       [--max-wait D]            wait at most D for each ID, as for a lease lapse (100ms)
@@ -92,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // libraryPrefixes are the package names the library's error messages
 // start with, at every level of wrapping.
-var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid: "}
+var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid_etcd: ", "machineid_postgres: ", "machineid: "}
 
 // line turns an error message into the one line the command prints: the
 // library's package prefixes are dropped, since the command's own context
@@ -102,7 +109,34 @@ func line(msg string) string {
 	for _, p := range libraryPrefixes {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
-	return "ringflake: " + msg
+	return "ringflake: " + oneLine(msg)
+}
+
+// oneLine joins the lines of a message that has several, as pgx's
+// connection errors do (one line per address tried), dropping a line that
+// repeats the one before it.
+func oneLine(msg string) string {
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	var b strings.Builder
+	prev := ""
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l == prev {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(prev, ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+		prev = l
+	}
+	return b.String()
 }
 
 // errHelp reports that a command printed its help on request.

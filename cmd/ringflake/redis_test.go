@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,15 +22,6 @@ import (
 
 	"github.com/ringflake/ringflake/internal/redistest"
 )
-
-// buildCLI builds the ringflake binary once per test.
-func buildCLI(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ringflake")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
 
 // proc is the outcome of one CLI process.
 type proc struct {
