@@ -13,9 +13,10 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 )
 
-// leaseFlags are gen's flags for leasing the machine ID from a store: the
+// leaseFlags are the flags of gen and serve for leasing the machine ID from a store: the
 // store's URL, and the settings every lease has whatever the store.
 type leaseFlags struct {
+	cmd    string // the command's name, for messages; set by register
 	url    string
 	rng    string
 	ttl    time.Duration
@@ -24,6 +25,7 @@ type leaseFlags struct {
 }
 
 func (l *leaseFlags) register(fs *flag.FlagSet) {
+	l.cmd = fs.Name()
 	fs.StringVar(&l.url, "lease", "", "lease the machine ID from the store at `URL`: "+
 		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster "+
 		"(query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for the seed's host-IP mapping, and go-redis's own); "+
@@ -42,34 +44,34 @@ var leaseOnly = []string{"machine-range", "lease-ttl", "safety-margin", "max-clo
 // check rejects lease flags given without --lease, and bad values.
 func (l *leaseFlags) check(set map[string]bool) error {
 	if set["lease"] && l.url == "" {
-		return usageError("gen: --lease = \"\"; want a URL such as redis://host:port")
+		return usageError("%s: --lease = \"\"; want a URL such as redis://host:port", l.cmd)
 	}
 	if l.url == "" {
 		for _, name := range leaseOnly {
 			if set[name] {
-				return usageError("gen: --%s needs --lease", name)
+				return usageError("%s: --%s needs --lease", l.cmd, name)
 			}
 		}
 		return nil
 	}
 	if set["machine-id"] {
-		return usageError("gen: --machine-id and --lease both set the machine ID; choose one")
+		return usageError("%s: --machine-id and --lease both set the machine ID; choose one", l.cmd)
 	}
 	if l.rng != "" {
-		if _, _, err := parseRange(l.rng); err != nil {
+		if _, _, err := l.parseRange(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// parseRange parses "MIN-MAX".
-func parseRange(s string) (lo, hi int64, err error) {
-	a, b, ok := strings.Cut(s, "-")
+// parseRange parses --machine-range, "MIN-MAX".
+func (l *leaseFlags) parseRange() (lo, hi int64, err error) {
+	a, b, ok := strings.Cut(l.rng, "-")
 	lo, err1 := strconv.ParseInt(a, 10, 64)
 	hi, err2 := strconv.ParseInt(b, 10, 64)
 	if !ok || err1 != nil || err2 != nil || lo < 0 || lo > hi {
-		return 0, 0, usageError("gen: --machine-range = %q; want MIN-MAX with 0 <= MIN <= MAX", s)
+		return 0, 0, usageError("%s: --machine-range = %q; want MIN-MAX with 0 <= MIN <= MAX", l.cmd, l.rng)
 	}
 	return lo, hi, nil
 }
@@ -110,7 +112,7 @@ func schemes() string {
 // it: it may hold a password.
 func (l *leaseFlags) parsed() (*url.URL, error) {
 	if !strings.Contains(l.url, "://") {
-		return nil, usageError("gen: --lease wants a URL such as redis://host:port; supported schemes: %s", schemes())
+		return nil, usageError("%s: --lease wants a URL such as redis://host:port; supported schemes: %s", l.cmd, schemes())
 	}
 	u, err := url.Parse(l.url)
 	var ue *url.Error
@@ -119,9 +121,9 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 	}
 	switch {
 	case err != nil:
-		return nil, usageError("gen: --lease is not a valid URL: %v", err)
+		return nil, usageError("%s: --lease is not a valid URL: %v", l.cmd, err)
 	case backends[u.Scheme] == nil:
-		return nil, usageError("gen: --lease: unsupported scheme %q; supported: %s", u.Scheme, schemes())
+		return nil, usageError("%s: --lease: unsupported scheme %q; supported: %s", l.cmd, u.Scheme, schemes())
 	}
 	return u, nil
 }
@@ -137,14 +139,14 @@ func (l *leaseFlags) leaser(maxMachine int64, clock func() time.Time) (_ machine
 	}
 	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew, clock: clock}
 	if l.rng != "" {
-		c.lo, c.hi, _ = parseRange(l.rng)
+		c.lo, c.hi, _ = l.parseRange()
 		if c.hi > maxMachine {
-			return nil, nil, "", usageError("gen: --machine-range = %q; the layout's machine IDs are 0..%d", l.rng, maxMachine)
+			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's machine IDs are 0..%d", l.cmd, l.rng, maxMachine)
 		}
 	}
 	leaser, done, err := backends[u.Scheme](u, c)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("%w: gen: lease %s: %w", errUsage, u.Redacted(), err)
+		return nil, nil, "", fmt.Errorf("%w: %s: lease %s: %w", errUsage, l.cmd, u.Redacted(), err)
 	}
 	return leaser, done, u.Redacted(), nil
 }
