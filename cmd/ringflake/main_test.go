@@ -61,8 +61,8 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string // the whole stderr line
 	}{
-		{"no command", nil, "ringflake: no command given; want gen, decode or simulate"},
-		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, decode or simulate`},
+		{"no command", nil, "ringflake: no command given; want gen, serve, decode or simulate"},
+		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, serve, decode or simulate`},
 		{"decode nothing", []string{"decode"}, "ringflake: decode: no ID given"},
 		{"decode letters", []string{"decode", "12-4"},
 			`ringflake: decode: "12-4" is neither decimal nor 13-character base32; for a base58 ID give --format base58`},
@@ -131,6 +131,21 @@ func TestRunUsageErrors(t *testing.T) {
 			"ringflake: gen: invalid configuration: machine ID = 5000; valid range 0..1023"},
 		{"gen negative max wait", []string{"gen", "--machine-id", "1", "--max-wait", "-1s"},
 			"ringflake: gen: invalid configuration: max wait = -1s; valid range 0 or more"},
+		{"serve argument", []string{"serve", "now"}, `ringflake: serve: unexpected argument "now"`},
+		{"serve max batch", []string{"serve", "--max-batch", "0"}, "ringflake: serve: --max-batch = 0; want 1..65536"},
+		{"serve huge batch", []string{"serve", "--max-batch", "65537"}, "ringflake: serve: --max-batch = 65537; want 1..65536"},
+		{"serve log format", []string{"serve", "--log-format", "xml"}, `ringflake: serve: --log-format = "xml"; want text or json`},
+		{"serve zero timeout", []string{"serve", "--idle-timeout", "0s"},
+			"ringflake: serve: --read-timeout, --idle-timeout and --shutdown-timeout must be above 0"},
+		{"serve write timeout", []string{"serve", "--write-timeout", "100ms"},
+			"ringflake: serve: --write-timeout = 100ms; want more than --max-wait (100ms), which a request may wait"},
+		{"serve lease flag without lease", []string{"serve", "--lease-ttl", "2s"}, "ringflake: serve: --lease-ttl needs --lease"},
+		{"serve both machine sources", []string{"serve", "--lease", "etcd://127.0.0.1:1", "--machine-id", "4"},
+			"ringflake: serve: --machine-id and --lease both set the machine ID; choose one"},
+		{"serve bad lease", []string{"serve", "--addr", "127.0.0.1:0", "--lease", "etcd://127.0.0.1:1", "--max-clock-skew", "1s"},
+			"ringflake: serve: lease etcd://127.0.0.1:1: --max-clock-skew is for redis:// leases; etcd leases compare no clock with the store's, so there is no skew to allow"},
+		{"serve machine ID out of range", []string{"serve", "--addr", "127.0.0.1:0", "--machine-id", "1024"},
+			"ringflake: serve: invalid configuration: machine ID = 1024; valid range 0..1023"},
 		{"decode negative", []string{"decode", "--", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
 			`ringflake: decode: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
@@ -211,7 +226,7 @@ func TestRunHelp(t *testing.T) {
 	t.Parallel()
 	code, stdout, _ := invoke("help")
 	assert.Equal(t, 0, code)
-	for _, cmd := range []string{"gen", "decode", "simulate"} {
+	for _, cmd := range []string{"gen", "serve", "decode", "simulate"} {
 		assert.Contains(t, stdout, "\n  "+cmd+" ", "usage lists %s", cmd)
 	}
 	code, _, stderr := invoke("simulate", "-h")
