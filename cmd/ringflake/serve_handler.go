@@ -177,6 +177,7 @@ func (s *service) batch(w http.ResponseWriter, r *http.Request) {
 	*buf = b
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = jsonType, noStore
+	h["Content-Length"] = []string{strconv.Itoa(len(b))} // else net/http chunks a body this long
 	_, _ = w.Write(b)
 }
 
