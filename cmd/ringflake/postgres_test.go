@@ -26,16 +26,29 @@ func TestCLIPostgresLease(t *testing.T) {
 	other := genMachine(t, bin, strings.Replace(url, "postgres://", "postgresql://", 1), 1000)
 	assert.NotEqual(t, held, other, "a second process should get another machine ID while the first holds its lease")
 
+	assert.Equal(t, []int64{held}, tableOwners(t, pg, "leases"),
+		"the holder's ID should be the one owned in the table; the second process released its own")
+}
+
+// pgOwners returns the machine IDs owned in pg's default table.
+func pgOwners(t *testing.T, pg *pgtest.Server) []int64 {
+	t.Helper()
+	return tableOwners(t, pg, "ringflake_machine_ids")
+}
+
+// tableOwners returns the machine IDs owned in table, in order.
+func tableOwners(t *testing.T, pg *pgtest.Server, table string) []int64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, pg.DSN())
 	require.NoError(t, err)
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT id FROM leases WHERE owner IS NOT NULL ORDER BY id")
+	rows, err := conn.Query(ctx, "SELECT id FROM "+table+" WHERE owner IS NOT NULL ORDER BY id")
 	require.NoError(t, err)
 	owned, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	require.NoError(t, err)
-	assert.Equal(t, []int64{held}, owned, "the holder's ID should be the one owned in the table; the second process released its own")
+	return owned
 }
 
 // A wrong password, or none, is refused with one line that shows the URL

@@ -22,6 +22,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/etcdtest"
+	"github.com/ringflake/ringflake/internal/pgtest"
 	"github.com/ringflake/ringflake/internal/redistest"
 )
 
@@ -154,7 +156,8 @@ func mustGet(t *testing.T, addr, path string) reply {
 }
 
 // The process answers every endpoint, logs one record when it starts and
-// one when it stops, nothing per request, and exits 0 on SIGTERM.
+// one when it stops, nothing per request, and exits 0 on SIGINT (SIGTERM
+// in the tests below).
 func TestServeProcess(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "--machine-id", "7", "--max-batch", "1000")
@@ -210,7 +213,7 @@ func TestServeProcess(t *testing.T) {
 	assert.Equal(t, 405, resp.StatusCode)
 	assert.JSONEq(t, `{"error":"method POST; want GET"}`, string(b))
 
-	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "exit status after SIGTERM; log %v", s.log())
+	assert.Equal(t, 0, s.stop(t, syscall.SIGINT), "exit status after SIGINT; log %v", s.log())
 	assert.Equal(t, []string{"ringflake: serving", "ringflake: stopped"}, s.messages(), "one record at the start and one at the stop")
 	stopped := s.log()[1]
 	assert.Equal(t, true, stopped["drained"])
@@ -377,4 +380,38 @@ func TestServeAddrInUse(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout)
 	assert.Equal(t, "ringflake: serve: listen tcp "+l.Addr().String()+": bind: address already in use\n", stderr)
+}
+
+// serve takes its machine ID from etcd and from PostgreSQL as gen does:
+// ready with the leased ID, and the lease released at exit.
+func TestServeLeaseStores(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		start func(t *testing.T) (url string, held func() []int64)
+	}{
+		{"etcd", func(t *testing.T) (string, func() []int64) {
+			cl := etcdtest.Start(t)
+			return "etcd://" + strings.TrimPrefix(cl.Endpoints()[0], "http://"), func() []int64 { return etcdOwners(t, cl) }
+		}},
+		{"postgres", func(t *testing.T) (string, func() []int64) {
+			pg := pgtest.Start(t)
+			return pg.AddRole("ringflake", "s3cret"), func() []int64 { return pgOwners(t, pg) }
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url, held := tt.start(t)
+			s := startServer(t, "--lease", url, "--lease-ttl", "2s")
+			r := mustGet(t, s.addr, "/readyz")
+			assert.Equal(t, 200, r.code, "body %s", r.body)
+			assert.JSONEq(t, `{"ready":true,"machine":`+strconv.FormatInt(s.machine, 10)+`}`, r.body)
+			assert.Equal(t, []int64{s.machine}, held(), "the served machine ID is the one leased")
+			var one struct{ ID ringflake.ID }
+			require.NoError(t, json.Unmarshal([]byte(mustGet(t, s.addr, "/v1/id").body), &one))
+			assert.Equal(t, s.machine, ringflake.DefaultLayout().Decompose(one.ID).Machine)
+			assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+			assert.Empty(t, held(), "the lease released at exit")
+		})
+	}
 }
