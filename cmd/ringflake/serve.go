@@ -110,20 +110,28 @@ func runServe(args []string, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process, as it would without this handler
+	return shutdown(srv, g, log, f.shutdownTimeout)
+}
+
+// shutdown stops srv taking connections, waits at most timeout for the
+// requests in flight, then closes the generator, which releases a lease,
+// and logs that it stopped. It returns an error if requests were still
+// running at the timeout or the lease could not be released.
+func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Duration) error {
 	start := time.Now()
-	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	drainErr := srv.Shutdown(sctx) // closes the listener, waits for the requests in flight
+	drainErr := srv.Shutdown(ctx) // closes the listener, waits for the requests in flight
 	if drainErr != nil {
 		_ = srv.Close() // cuts the connections still busy
 	}
 	issued := g.Stats().Issued
-	closeErr := g.Close()
+	closeErr := g.Close() // a handler still running after a drain that timed out gets ErrClosed
 	log.Info("ringflake: stopped", "drained", drainErr == nil, "took", time.Since(start).Round(time.Millisecond),
 		"issued", issued, "released", closeErr == nil)
 	switch {
 	case drainErr != nil:
-		return fmt.Errorf("serve: requests still running after --shutdown-timeout %v; their connections were closed", f.shutdownTimeout)
+		return fmt.Errorf("serve: requests still running after --shutdown-timeout %v; their connections were closed", timeout)
 	case closeErr != nil:
 		return fmt.Errorf("serve: releasing the machine ID's lease: %w", closeErr)
 	}
