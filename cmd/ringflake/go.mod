@@ -3,23 +3,55 @@ module github.com/ringflake/ringflake/cmd/ringflake
 go 1.25.0
 
 require (
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/ringflake/ringflake v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake/machineid_etcd v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake/machineid_postgres v0.0.0-00010101000000-000000000000
 	github.com/ringflake/ringflake/machineid_redis v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake/ringflakeprom v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.11.1
+	go.etcd.io/etcd/client/v3 v3.6.14
+	go.uber.org/zap v1.27.0
 	golang.org/x/sync v0.22.0
 )
 
 require (
+	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/coreos/go-semver v0.3.1 // indirect
+	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/golang/protobuf v1.5.4 // indirect
+	github.com/grpc-ecosystem/grpc-gateway/v2 v2.26.3 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
+	github.com/prometheus/common v0.70.1 // indirect
+	github.com/prometheus/procfs v0.21.1 // indirect
+	go.etcd.io/etcd/api/v3 v3.6.14 // indirect
+	go.etcd.io/etcd/client/pkg/v3 v3.6.14 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260414002931-afd174a4e478 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260414002931-afd174a4e478 // indirect
+	google.golang.org/grpc v1.82.1 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace (
 	github.com/ringflake/ringflake => ../../
+	github.com/ringflake/ringflake/machineid_etcd => ../../machineid_etcd
+	github.com/ringflake/ringflake/machineid_postgres => ../../machineid_postgres
 	github.com/ringflake/ringflake/machineid_redis => ../../machineid_redis
+	github.com/ringflake/ringflake/ringflakeprom => ../../ringflakeprom
 )

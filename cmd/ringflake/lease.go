@@ -13,9 +13,10 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 )
 
-// leaseFlags are gen's flags for leasing the machine ID from a store: the
+// leaseFlags are the flags of gen and serve for leasing the machine ID from a store: the
 // store's URL, and the settings every lease has whatever the store.
 type leaseFlags struct {
+	cmd    string // the command's name, for messages; set by register
 	url    string
 	rng    string
 	ttl    time.Duration
@@ -24,13 +25,17 @@ type leaseFlags struct {
 }
 
 func (l *leaseFlags) register(fs *flag.FlagSet) {
+	l.cmd = fs.Name()
 	fs.StringVar(&l.url, "lease", "", "lease the machine ID from the store at `URL`: "+
-		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster; "+
-		"query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for a host-IP mapping (IP_MACHINE_ID_MAPPING, MAX_ID), and go-redis's own")
+		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster "+
+		"(query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for a host-IP mapping (IP_MACHINE_ID_MAPPING, MAX_ID), and go-redis's own); "+
+		"etcd://host:port[,host:port...][?prefix=P] (default prefix ringflake/machineid/); "+
+		"postgres://user:pass@host:port/db (or postgresql://) with table=NAME (default ringflake_machine_ids, created if missing) and pgx's own parameters")
 	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023; 1-1023 with mode=host)")
-	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D`, 1s..5m (default 10s): a crashed process's ID is free after it, and a new process waits up to it after the store restarts")
-	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server, and let the clock read up to D ahead of the server's; 1ms up to TTL/2 (default TTL/5)")
-	fs.DurationVar(&l.skew, "max-clock-skew", 0, "how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
+	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D` (default 10s): a crashed process's ID is free after it, and a new process may wait up to it after the store restarts; "+
+		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..24h")
+	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server (redis: and let the clock read up to D ahead of the server's); below TTL/2 (default TTL/5)")
+	fs.DurationVar(&l.skew, "max-clock-skew", 0, "redis only: how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
 }
 
 // leaseOnly are the flags that mean nothing without --lease.
@@ -39,34 +44,34 @@ var leaseOnly = []string{"machine-range", "lease-ttl", "safety-margin", "max-clo
 // check rejects lease flags given without --lease, and bad values.
 func (l *leaseFlags) check(set map[string]bool) error {
 	if set["lease"] && l.url == "" {
-		return usageError("gen: --lease = \"\"; want a URL such as redis://host:port")
+		return usageError("%s: --lease = \"\"; want a URL such as redis://host:port", l.cmd)
 	}
 	if l.url == "" {
 		for _, name := range leaseOnly {
 			if set[name] {
-				return usageError("gen: --%s needs --lease", name)
+				return usageError("%s: --%s needs --lease", l.cmd, name)
 			}
 		}
 		return nil
 	}
 	if set["machine-id"] {
-		return usageError("gen: --machine-id and --lease both set the machine ID; choose one")
+		return usageError("%s: --machine-id and --lease both set the machine ID; choose one", l.cmd)
 	}
 	if l.rng != "" {
-		if _, _, err := parseRange(l.rng); err != nil {
+		if _, _, err := l.parseRange(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// parseRange parses "MIN-MAX".
-func parseRange(s string) (lo, hi int64, err error) {
-	a, b, ok := strings.Cut(s, "-")
+// parseRange parses --machine-range, "MIN-MAX".
+func (l *leaseFlags) parseRange() (lo, hi int64, err error) {
+	a, b, ok := strings.Cut(l.rng, "-")
 	lo, err1 := strconv.ParseInt(a, 10, 64)
 	hi, err2 := strconv.ParseInt(b, 10, 64)
 	if !ok || err1 != nil || err2 != nil || lo < 0 || lo > hi {
-		return 0, 0, usageError("gen: --machine-range = %q; want MIN-MAX with 0 <= MIN <= MAX", s)
+		return 0, 0, usageError("%s: --machine-range = %q; want MIN-MAX with 0 <= MIN <= MAX", l.cmd, l.rng)
 	}
 	return lo, hi, nil
 }
@@ -86,8 +91,11 @@ type backend func(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error)
 // backends maps each --lease scheme to its backend. A store plugs in here,
 // with one function.
 var backends = map[string]backend{
-	"redis":  redisLease,
-	"rediss": redisLease,
+	"redis":      redisLease,
+	"rediss":     redisLease,
+	"etcd":       etcdLease,
+	"postgres":   postgresLease,
+	"postgresql": postgresLease,
 }
 
 // schemes lists the supported schemes, for messages.
@@ -104,7 +112,7 @@ func schemes() string {
 // it: it may hold a password.
 func (l *leaseFlags) parsed() (*url.URL, error) {
 	if !strings.Contains(l.url, "://") {
-		return nil, usageError("gen: --lease wants a URL such as redis://host:port; supported schemes: %s", schemes())
+		return nil, usageError("%s: --lease wants a URL such as redis://host:port; supported schemes: %s", l.cmd, schemes())
 	}
 	u, err := url.Parse(l.url)
 	var ue *url.Error
@@ -113,9 +121,9 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 	}
 	switch {
 	case err != nil:
-		return nil, usageError("gen: --lease is not a valid URL: %v", err)
+		return nil, usageError("%s: --lease is not a valid URL: %v", l.cmd, err)
 	case backends[u.Scheme] == nil:
-		return nil, usageError("gen: --lease: unsupported scheme %q; supported: %s", u.Scheme, schemes())
+		return nil, usageError("%s: --lease: unsupported scheme %q; supported: %s", l.cmd, u.Scheme, schemes())
 	}
 	return u, nil
 }
@@ -131,14 +139,14 @@ func (l *leaseFlags) leaser(maxMachine int64, clock func() time.Time) (_ machine
 	}
 	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew, clock: clock}
 	if l.rng != "" {
-		c.lo, c.hi, _ = parseRange(l.rng)
+		c.lo, c.hi, _ = l.parseRange()
 		if c.hi > maxMachine {
-			return nil, nil, "", usageError("gen: --machine-range = %q; the layout's machine IDs are 0..%d", l.rng, maxMachine)
+			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's machine IDs are 0..%d", l.cmd, l.rng, maxMachine)
 		}
 	}
 	leaser, done, err := backends[u.Scheme](u, c)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("%w: gen: lease %s: %w", errUsage, u.Redacted(), err)
+		return nil, nil, "", fmt.Errorf("%w: %s: lease %s: %w", errUsage, l.cmd, u.Redacted(), err)
 	}
 	return leaser, done, u.Redacted(), nil
 }

@@ -1,15 +1,22 @@
-// Command ringflake generates and decodes ringflake IDs.
+// Command ringflake generates and decodes ringflake IDs, and serves them
+// over HTTP.
 //
 // Usage:
 //
 //	ringflake gen -n N --machine-id M    print N new IDs, one per line
-//	ringflake gen -n N --lease URL       the same, with a machine ID leased from a store (redis://...)
+//	ringflake gen -n N --lease URL       the same, with a machine ID leased from a store
+//	                                     (redis://, etcd:// or postgres://)
+//	ringflake serve --lease URL          serve IDs over HTTP: /v1/id, /v1/ids?n=N,
+//	                                     /v1/decode/{id}, Leaf's /api/snowflake/get/{key},
+//	                                     /metrics, /healthz and /readyz
 //	ringflake decode ID...               print the time, machine and sequence of each ID
 //	ringflake simulate [--rollback D]    replay a clock step-back against ringflake and a strict Snowflake
 //	ringflake simulate --svg FILE        the same, and draw it as an SVG chart in FILE
 //
 // Bad input exits with status 2 and a one-line reason on stderr; a failure
-// while generating, or writing the chart, exits with status 1.
+// while generating, or writing the chart, exits with status 1. serve runs
+// until SIGTERM or SIGINT, then drains the requests in flight, releases its
+// lease and exits 0.
 package main
 
 import (
@@ -36,15 +43,43 @@ commands:
       [--lease URL]             lease the machine ID from a store instead:
                                   redis://[user:pass@]host:port[/db]  (rediss:// for TLS)
                                   redis://host:port?addr=host2:port2&addr=...  a Cluster
-                                with the query parameters prefix=P (default {ringflake}:),
-                                mode=host[&host=NAME] (a host-IP mapping), and
-                                go-redis's own (dial_timeout=, max_retries=, ...)
+                                    with prefix=P (default {ringflake}:), mode=host[&host=NAME]
+                                    (a host-IP mapping), and go-redis's own
+                                    parameters (dial_timeout=, max_retries=, ...)
+                                  etcd://host:port[,host:port...][?prefix=P]
+                                    (default prefix ringflake/machineid/)
+                                  postgres://user:pass@host:port/db[?table=NAME&...]
+                                    (or postgresql://; default table ringflake_machine_ids,
+                                    created if missing; pgx's own parameters: sslmode=, ...)
       [--machine-range MIN-MAX] [--lease-ttl D] [--safety-margin D] [--max-clock-skew D]
-                                the IDs the lease may hand out and its safety settings
+                                the IDs the lease may hand out and its safety settings;
+                                --max-clock-skew is for redis:// only
                                 (bounds and defaults: "ringflake gen -h")
       [--acquire-timeout D]     wait at most D for the lease and its inherited mark (30s)
       [--max-wait D]            wait at most D for each ID, as for a lease lapse (100ms)
       [--clock-offset D]        shift the clock (testing and demos)
+  serve [--addr HOST:PORT]      serve IDs over HTTP (default 127.0.0.1:8080: loopback only,
+                                as the API has no authentication; :8080 for every interface),
+                                with a machine ID from --machine-id or --lease as for gen:
+        GET /api/snowflake/get/{key}  an ID as plain decimal text, as Meituan Leaf
+                                      answers (the key is ignored, as Leaf's Snowflake
+                                      mode ignores it)
+        GET /v1/id                    {"id":"..."}
+        GET /v1/ids?n=N               {"ids":["...",...]}, N in 1..--max-batch
+        GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}
+        GET /metrics                  Prometheus metrics of the generator, Go and the process
+        GET /healthz, /readyz         up; able to issue now (503 with the reason if not)
+                                IDs are decimal strings in JSON; bad input is a 4xx and a
+                                failure to issue a 503 (with Retry-After when waiting helps),
+                                each with {"error":"..."}
+      [--max-batch N]           the most IDs one /v1/ids may ask for, 1..65536 (4096)
+      [--max-wait D] [--acquire-timeout D] [--clock-offset D] and the lease flags, as for gen
+      [--read-timeout D] [--write-timeout D] [--idle-timeout D]
+                                per connection (5s, 10s, 60s)
+      [--shutdown-timeout D]    on SIGTERM or SIGINT, wait at most D for the requests in
+                                flight (10s), then release the lease and exit 0
+      [--log-format text|json]  log records on stderr: one at the start, one at the stop,
+                                and the generator's own (step backs, lease changes)
   decode ID...                  print the time, machine and sequence of each ID
                                 (decimal or Base32; Base58 with --format base58)
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
@@ -58,13 +93,15 @@ Run "ringflake <command> -h" for a command's flags.`
 // run executes one command and returns the process exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "ringflake: no command given; want gen, decode or simulate")
+		fmt.Fprintln(stderr, "ringflake: no command given; want gen, serve, decode or simulate")
 		return 2
 	}
 	var err error
 	switch args[0] {
 	case "gen":
 		err = runGen(args[1:], stdout, stderr)
+	case "serve":
+		err = runServe(args[1:], stderr)
 	case "decode":
 		err = runDecode(args[1:], stdout, stderr)
 	case "simulate":
@@ -73,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, usage)
 		return 0
 	default:
-		err = fmt.Errorf("%w: unknown command %q; want gen, decode or simulate", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; want gen, serve, decode or simulate", errUsage, args[0])
 	}
 	switch {
 	case err == nil:
@@ -92,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // libraryPrefixes are the package names the library's error messages
 // start with, at every level of wrapping.
-var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid: "}
+var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid_etcd: ", "machineid_postgres: ", "machineid: "}
 
 // line turns an error message into the one line the command prints: the
 // library's package prefixes are dropped, since the command's own context
@@ -102,7 +139,34 @@ func line(msg string) string {
 	for _, p := range libraryPrefixes {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
-	return "ringflake: " + msg
+	return "ringflake: " + oneLine(msg)
+}
+
+// oneLine joins the lines of a message that has several, as pgx's
+// connection errors do (one line per address tried), dropping a line that
+// repeats the one before it.
+func oneLine(msg string) string {
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	var b strings.Builder
+	prev := ""
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l == prev {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(prev, ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+		prev = l
+	}
+	return b.String()
 }
 
 // errHelp reports that a command printed its help on request.

@@ -2,11 +2,50 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cli.dir != "" {
+		_ = os.RemoveAll(cli.dir)
+	}
+	os.Exit(code)
+}
+
+// cli is the ringflake binary, built once for every test that runs it.
+var cli struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	bin  string
+	err  error
+}
+
+// buildCLI returns the path of the ringflake binary, building it the first
+// time.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	cli.once.Do(func() {
+		if cli.dir, cli.err = os.MkdirTemp("", "ringflake-cli"); cli.err != nil {
+			return
+		}
+		cli.bin = filepath.Join(cli.dir, "ringflake")
+		if out, err := exec.Command("go", "build", "-o", cli.bin, ".").CombinedOutput(); err != nil {
+			cli.err = fmt.Errorf("go build: %w: %s", err, out)
+		}
+	})
+	require.NoError(t, cli.err)
+	return cli.bin
+}
 
 // invoke runs the CLI in-process and returns its status and output.
 func invoke(args ...string) (code int, stdout, stderr string) {
@@ -22,8 +61,8 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string // the whole stderr line
 	}{
-		{"no command", nil, "ringflake: no command given; want gen, decode or simulate"},
-		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, decode or simulate`},
+		{"no command", nil, "ringflake: no command given; want gen, serve, decode or simulate"},
+		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, serve, decode or simulate`},
 		{"decode nothing", []string{"decode"}, "ringflake: decode: no ID given"},
 		{"decode letters", []string{"decode", "12-4"},
 			`ringflake: decode: "12-4" is neither decimal nor 13-character base32; for a base58 ID give --format base58`},
@@ -34,9 +73,33 @@ func TestRunUsageErrors(t *testing.T) {
 		{"gen empty lease", []string{"gen", "--lease", ""},
 			`ringflake: gen: --lease = ""; want a URL such as redis://host:port`},
 		{"gen lease without a scheme", []string{"gen", "--lease", "127.0.0.1:6379"},
-			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: redis, rediss"},
-		{"gen unsupported scheme", []string{"gen", "--lease", "etcd://127.0.0.1:2379"},
-			`ringflake: gen: --lease: unsupported scheme "etcd"; supported: redis, rediss`},
+			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: etcd, postgres, postgresql, redis, rediss"},
+		{"gen unsupported scheme", []string{"gen", "--lease", "memcached://127.0.0.1:11211"},
+			`ringflake: gen: --lease: unsupported scheme "memcached"; supported: etcd, postgres, postgresql, redis, rediss`},
+		{"gen etcd without endpoint", []string{"gen", "--lease", "etcd://"}, "ringflake: gen: lease etcd:: no endpoint; want etcd://host:port[,host:port...]"},
+		{"gen etcd endpoint without port", []string{"gen", "--lease", "etcd://a,b:2379"}, `ringflake: gen: lease etcd://a,b:2379: endpoint "a"; want host:port`},
+		{"gen etcd path", []string{"gen", "--lease", "etcd://127.0.0.1:1/x"},
+			"ringflake: gen: lease etcd://127.0.0.1:1/x: etcd:// takes no path (/x); give a key prefix as ?prefix=P"},
+		{"gen etcd unknown parameter", []string{"gen", "--lease", "etcd://127.0.0.1:1?table=t"},
+			`ringflake: gen: lease etcd://127.0.0.1:1?table=t: unexpected query parameter "table"; etcd:// takes prefix=P`},
+		{"gen etcd credentials", []string{"gen", "--lease", "etcd://u:secret@127.0.0.1:1"},
+			"ringflake: gen: lease etcd://u:xxxxx@127.0.0.1:1: etcd:// takes no user or password"},
+		{"gen etcd empty prefix", []string{"gen", "--lease", "etcd://127.0.0.1:1?prefix="},
+			`ringflake: gen: lease etcd://127.0.0.1:1?prefix=: invalid configuration: prefix = ""; valid: any non-empty string`},
+		{"gen etcd TTL not whole seconds", []string{"gen", "--lease", "etcd://127.0.0.1:1", "--lease-ttl", "1500ms"},
+			"ringflake: gen: lease etcd://127.0.0.1:1: invalid configuration: TTL = 1.5s; valid: whole seconds from 1s to 1h"},
+		{"gen etcd margin", []string{"gen", "--lease", "etcd://127.0.0.1:1", "--lease-ttl", "2s", "--safety-margin", "1s"},
+			"ringflake: gen: lease etcd://127.0.0.1:1: invalid configuration: safety margin = 1s; valid: 0 to below 1s (TTL/2)"},
+		{"gen etcd skew", []string{"gen", "--lease", "etcd://127.0.0.1:1", "--max-clock-skew", "1s"},
+			"ringflake: gen: lease etcd://127.0.0.1:1: --max-clock-skew is for redis:// leases; etcd leases compare no clock with the store's, so there is no skew to allow"},
+		{"gen postgres table", []string{"gen", "--lease", "postgres://u:secret@127.0.0.1:1/db?table=Leases"},
+			`ringflake: gen: lease postgres://u:xxxxx@127.0.0.1:1/db?table=Leases: invalid configuration: table = "Leases"; valid: a lowercase SQL identifier (a-z, 0-9, _; not starting with a digit; at most 63 bytes), optionally schema.table`},
+		{"gen postgres pgx parameter", []string{"gen", "--lease", "postgresql://u:secret@127.0.0.1:1/db?sslmode=maybe"},
+			"ringflake: gen: lease postgresql://u:xxxxx@127.0.0.1:1/db?sslmode=maybe: cannot parse `postgresql://u:xxxxx@127.0.0.1:1/db?sslmode=maybe`: failed to configure TLS (sslmode is invalid)"},
+		{"gen postgres TTL", []string{"gen", "--lease", "postgres://127.0.0.1:1/db", "--lease-ttl", "48h"},
+			"ringflake: gen: lease postgres://127.0.0.1:1/db: invalid configuration: TTL = 48h0m0s; valid: 100ms..24h0m0s"},
+		{"gen postgres skew", []string{"gen", "--lease", "postgres://127.0.0.1:1/db", "--max-clock-skew", "1s"},
+			"ringflake: gen: lease postgres://127.0.0.1:1/db: --max-clock-skew is for redis:// leases; PostgreSQL leases compare no clock with the store's, so there is no skew to allow"},
 		{"gen unparsable URL", []string{"gen", "--lease", "redis://u:p%zz@127.0.0.1:1"},
 			`ringflake: gen: --lease is not a valid URL: invalid URL escape "%zz"`},
 		{"gen bad database", []string{"gen", "--lease", "redis://127.0.0.1:1/db"},
@@ -68,6 +131,21 @@ func TestRunUsageErrors(t *testing.T) {
 			"ringflake: gen: invalid configuration: machine ID = 5000; valid range 0..1023"},
 		{"gen negative max wait", []string{"gen", "--machine-id", "1", "--max-wait", "-1s"},
 			"ringflake: gen: invalid configuration: max wait = -1s; valid range 0 or more"},
+		{"serve argument", []string{"serve", "now"}, `ringflake: serve: unexpected argument "now"`},
+		{"serve max batch", []string{"serve", "--max-batch", "0"}, "ringflake: serve: --max-batch = 0; want 1..65536"},
+		{"serve huge batch", []string{"serve", "--max-batch", "65537"}, "ringflake: serve: --max-batch = 65537; want 1..65536"},
+		{"serve log format", []string{"serve", "--log-format", "xml"}, `ringflake: serve: --log-format = "xml"; want text or json`},
+		{"serve zero timeout", []string{"serve", "--idle-timeout", "0s"},
+			"ringflake: serve: --read-timeout, --idle-timeout and --shutdown-timeout must be above 0"},
+		{"serve write timeout", []string{"serve", "--write-timeout", "100ms"},
+			"ringflake: serve: --write-timeout = 100ms; want more than --max-wait (100ms), which a request may wait"},
+		{"serve lease flag without lease", []string{"serve", "--lease-ttl", "2s"}, "ringflake: serve: --lease-ttl needs --lease"},
+		{"serve both machine sources", []string{"serve", "--lease", "etcd://127.0.0.1:1", "--machine-id", "4"},
+			"ringflake: serve: --machine-id and --lease both set the machine ID; choose one"},
+		{"serve bad lease", []string{"serve", "--addr", "127.0.0.1:0", "--lease", "etcd://127.0.0.1:1", "--max-clock-skew", "1s"},
+			"ringflake: serve: lease etcd://127.0.0.1:1: --max-clock-skew is for redis:// leases; etcd leases compare no clock with the store's, so there is no skew to allow"},
+		{"serve machine ID out of range", []string{"serve", "--addr", "127.0.0.1:0", "--machine-id", "1024"},
+			"ringflake: serve: invalid configuration: machine ID = 1024; valid range 0..1023"},
 		{"decode negative", []string{"decode", "--", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
 			`ringflake: decode: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
@@ -139,13 +217,16 @@ func TestErrorLineHasOnePrefix(t *testing.T) {
 	}
 	assert.Equal(t, "ringflake: gen: after 3 IDs: machine ID lease is not held: lease on machine ID 2 was taken by another owner",
 		line("gen: after 3 IDs: ringflake: machine ID lease is not held: machineid_redis: lease on machine ID 2 was taken by another owner"))
+	assert.Equal(t, "ringflake: gen: lease postgres://h/db: failed to connect to `user=u database=db`: h:1 (::1): refused; h:1 (127.0.0.1): refused",
+		line("gen: lease postgres://h/db: machineid_postgres: failed to connect to `user=u database=db`:\n\th:1 (::1): refused\n\th:1 (::1): refused\n\th:1 (127.0.0.1): refused"),
+		"a message of several lines, as pgx's, becomes one, without repeated lines")
 }
 
 func TestRunHelp(t *testing.T) {
 	t.Parallel()
 	code, stdout, _ := invoke("help")
 	assert.Equal(t, 0, code)
-	for _, cmd := range []string{"gen", "decode", "simulate"} {
+	for _, cmd := range []string{"gen", "serve", "decode", "simulate"} {
 		assert.Contains(t, stdout, "\n  "+cmd+" ", "usage lists %s", cmd)
 	}
 	code, _, stderr := invoke("simulate", "-h")

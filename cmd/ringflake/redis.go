@@ -55,16 +55,12 @@ func redisLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 	return svc, func() { _ = client.Close() }, nil
 }
 
-// quietRedis silences go-redis's package-wide logger once: SetLogger writes
-// a global, which concurrent calls would race on.
-var quietRedis sync.Once
-
 // redisClient makes a go-redis client from u, without this command's query
 // parameters: a ClusterClient if u names more nodes with addr=, else a
 // Client. Unless u says otherwise, it gives up dialling after a second and
 // retries a command once, so that an unreachable server is reported soon.
 func redisClient(u *url.URL) (redis.UniversalClient, error) {
-	quietRedis.Do(func() { redis.SetLogger(quietLogger{}) }) // go-redis's log lines would break the one-line error rule
+	quietRedis() // go-redis's log lines would break the one-line error rule
 	q := u.Query()
 	dial, retries := !q.Has("dial_timeout"), !q.Has("max_retries")
 	if !q.Has("addr") {
@@ -95,6 +91,10 @@ func redisClient(u *url.URL) (redis.UniversalClient, error) {
 	}
 	return redis.NewClusterClient(o), nil
 }
+
+// quietRedis sets go-redis's logger, a package variable, once: setting it
+// for every client would race with the clients already logging.
+var quietRedis = sync.OnceFunc(func() { redis.SetLogger(quietLogger{}) })
 
 // quietLogger drops go-redis's internal log lines; failures reach the user
 // as errors instead.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,15 +22,6 @@ import (
 
 	"github.com/ringflake/ringflake/internal/redistest"
 )
-
-// buildCLI builds the ringflake binary once per test.
-func buildCLI(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ringflake")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
 
 // proc is the outcome of one CLI process.
 type proc struct {
@@ -172,7 +162,9 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
 	lease := "redis://" + srv.Addr
-	holder := exec.Command(bin, "gen", "--lease", lease, "--machine-range", "3-3", "-n", "100000000")
+	// A long --max-wait keeps the holder issuing, and holding its ID, even
+	// when the machine is so busy that it waits long for a tick.
+	holder := exec.Command(bin, "gen", "--lease", lease, "--machine-range", "3-3", "-n", "100000000", "--max-wait", "1m")
 	require.NoError(t, holder.Start())
 	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
 	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:3") == "1" }, 10*time.Second, 5*time.Millisecond,

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -325,4 +326,63 @@ func serverUser() (*syscall.Credential, error) {
 		return nil, fmt.Errorf("user postgres has a non-numeric uid %q or gid %q", u.Uid, u.Gid)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// AddRole creates a login role that must give password, and returns a
+// connection URL for it to the postgres database, password included. From
+// then on TCP connections of every role but postgres authenticate with
+// SCRAM-SHA-256, as on a production server, so that a test can give wrong
+// credentials; postgres still needs none, and DSN still works. The role
+// may create tables in the public schema. role is a plain identifier
+// (a-z, 0-9, _). AddRole fails the test if the server is not running or
+// the change does not take effect within startTimeout.
+func (s *Server) AddRole(role, password string) string {
+	s.tb.Helper()
+	if strings.Trim(role, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" || role == "" {
+		s.tb.Fatalf("pgtest: AddRole(%q): want a plain identifier", role)
+	}
+	pw := strings.ReplaceAll(password, "'", "''")
+	if out, err := s.psql("postgres", "",
+		"CREATE ROLE "+role+" LOGIN PASSWORD '"+pw+"'",
+		"GRANT CREATE ON SCHEMA public TO "+role); err != nil {
+		s.tb.Fatalf("pgtest: AddRole: %v: %s", err, out)
+	}
+	hba := "local all all trust\n" +
+		"host all postgres 127.0.0.1/32 trust\n" +
+		"host all all 127.0.0.1/32 scram-sha-256\n"
+	if err := os.WriteFile(filepath.Join(s.dir, "data", "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+		s.tb.Fatalf("pgtest: AddRole: %v", err)
+	}
+	s.signal(syscall.SIGHUP) // the postmaster rereads pg_hba.conf
+	// Before the reload a wrong password is let in (trust); after it, it
+	// is refused.
+	deadline := time.Now().Add(startTimeout)
+	for {
+		out, err := s.psql(role, password+"-wrong", "SELECT 1")
+		if err != nil && strings.Contains(out, "password authentication failed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.tb.Fatalf("pgtest: AddRole: the server still lets %s in with a wrong password after %v: %s", role, startTimeout, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", role, url.QueryEscape(password), s.Port)
+}
+
+// psql runs statements as role over TCP, with password if not empty, or
+// over the server's socket without one, and returns psql's output.
+func (s *Server) psql(role, password string, statements ...string) (string, error) {
+	host := s.dir
+	if password != "" {
+		host = "127.0.0.1"
+	}
+	args := []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", strconv.Itoa(s.Port), "-U", role, "-d", "postgres"}
+	for _, st := range statements {
+		args = append(args, "-c", st)
+	}
+	cmd := s.command("psql", args...)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+password, "PGCONNECT_TIMEOUT=5")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }

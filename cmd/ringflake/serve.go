@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// serveFlags holds the parsed flags of "ringflake serve".
+type serveFlags struct {
+	addr            string
+	maxBatch        int
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
+	idleTimeout     time.Duration
+	shutdownTimeout time.Duration
+	logFormat       string
+	sourceFlags
+}
+
+// defaultAddr is loopback: the service has no authentication, so it is
+// reachable from other hosts only when --addr says so (:8080, say).
+const defaultAddr = "127.0.0.1:8080"
+
+// maxHeaderBytes bounds a request's header; the API's requests are a GET
+// line and a few headers.
+const maxHeaderBytes = 8 << 10
+
+func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&f.addr, "addr", defaultAddr, "listen on `HOST:PORT`; the default is loopback only, as the API has no authentication (:8080 for every interface; port 0 for any free one)")
+	fs.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, fmt.Sprintf("the most IDs one /v1/ids request may ask for, `N` in 1..%d", maxMaxBatch))
+	fs.DurationVar(&f.readTimeout, "read-timeout", 5*time.Second, "a connection's request, header included, must arrive within `D`")
+	fs.DurationVar(&f.writeTimeout, "write-timeout", 10*time.Second, "an answer must be written within `D` of its request's header; more than --max-wait")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "close a kept-alive connection idle for `D`")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM or SIGINT, wait at most `D` for the requests in flight before closing their connections")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log records on stderr as `text` or json")
+	f.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return f, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, usageError("serve: unexpected argument %q", fs.Arg(0))
+	case f.maxBatch < 1 || f.maxBatch > maxMaxBatch:
+		return f, usageError("serve: --max-batch = %d; want 1..%d", f.maxBatch, maxMaxBatch)
+	case f.logFormat != "text" && f.logFormat != "json":
+		return f, usageError("serve: --log-format = %q; want text or json", f.logFormat)
+	case f.readTimeout <= 0 || f.idleTimeout <= 0 || f.shutdownTimeout <= 0:
+		return f, usageError("serve: --read-timeout, --idle-timeout and --shutdown-timeout must be above 0")
+	case f.writeTimeout <= f.maxWait:
+		return f, usageError("serve: --write-timeout = %v; want more than --max-wait (%v), which a request may wait", f.writeTimeout, f.maxWait)
+	}
+	return f, f.check(fs)
+}
+
+// runServe serves the HTTP API until SIGTERM or SIGINT, then stops taking
+// connections, lets the requests in flight finish (at most
+// --shutdown-timeout), closes the generator, which releases a lease, and
+// returns nil.
+func runServe(args []string, stderr io.Writer) error {
+	f, err := parseServe(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(logHandler(f.logFormat, stderr))
+	// Listening first reports a taken port before a lease is taken.
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer ln.Close()
+	if f.lease.url == "" && !f.set["machine-id"] {
+		log.Warn("ringflake: no --machine-id or --lease given; using machine ID 0, which is unique only if no other generator uses it")
+	}
+	g, err := f.newGenerator(log)
+	if err != nil {
+		return err
+	}
+	defer g.done()
+	defer g.Close() // a no-op after the Close below
+
+	srv := &http.Server{
+		Handler:           newService(g.Generator, serviceConfig{maxBatch: f.maxBatch, clock: g.clock}),
+		ReadHeaderTimeout: f.readTimeout,
+		ReadTimeout:       f.readTimeout,
+		WriteTimeout:      f.writeTimeout,
+		IdleTimeout:       f.idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("ringflake: serving", "addr", ln.Addr().String(), "machine", g.Lease().ID, "source", g.source, "max_batch", f.maxBatch)
+
+	select {
+	case err := <-served: // Serve failed before any signal
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills the process, as it would without this handler
+	return shutdown(srv, g, log, f.shutdownTimeout)
+}
+
+// shutdown stops srv taking connections, waits at most timeout for the
+// requests in flight, then closes the generator, which releases a lease,
+// and logs that it stopped. It returns an error if requests were still
+// running at the timeout or the lease could not be released.
+func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Duration) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	drainErr := srv.Shutdown(ctx) // closes the listener, waits for the requests in flight
+	if drainErr != nil {
+		_ = srv.Close() // cuts the connections still busy
+	}
+	issued := g.Stats().Issued
+	closeErr := g.Close() // a handler still running after a drain that timed out gets ErrClosed
+	log.Info("ringflake: stopped", "drained", drainErr == nil, "took", time.Since(start).Round(time.Millisecond),
+		"issued", issued, "released", closeErr == nil)
+	switch {
+	case drainErr != nil:
+		return fmt.Errorf("serve: requests still running after --shutdown-timeout %v; their connections were closed", timeout)
+	case closeErr != nil:
+		return fmt.Errorf("serve: releasing the machine ID's lease: %w", closeErr)
+	}
+	return nil
+}
+
+// logHandler returns the slog handler of --log-format.
+func logHandler(format string, w io.Writer) slog.Handler {
+	if format == "json" {
+		return slog.NewJSONHandler(w, nil)
+	}
+	return slog.NewTextHandler(w, nil)
+}

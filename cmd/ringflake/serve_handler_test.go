@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/fakeclock"
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// start is the fake clocks' first reading.
+var start = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// newTestService returns a service over a generator of machine ID 3 on
+// clock, closed when the test ends.
+func newTestService(t *testing.T, clock *fakeclock.Clock, opts ...ringflake.Option) (*service, *ringflake.Generator) {
+	t.Helper()
+	g, err := ringflake.New(append([]ringflake.Option{ringflake.WithMachineID(3), ringflake.WithClock(clock.Now)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	return newService(g, serviceConfig{clock: clock.Now}), g
+}
+
+// request sends one request to h in process and returns the response.
+func request(h http.Handler, method, target string) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+	return w
+}
+
+// idsOf returns the IDs in a 200 answer of path, which is an ID endpoint.
+func idsOf(t *testing.T, w *httptest.ResponseRecorder, path string) []ringflake.ID {
+	t.Helper()
+	require.Equal(t, http.StatusOK, w.Code, "%s: status; body %s", path, w.Body)
+	switch {
+	case strings.HasPrefix(path, "/api/snowflake/get/"):
+		id, err := ringflake.ParseID(w.Body.String())
+		require.NoError(t, err, "%s: body %q", path, w.Body)
+		return []ringflake.ID{id}
+	case strings.HasPrefix(path, "/v1/ids"):
+		var body struct{ IDs []ringflake.ID }
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), "%s: body %s", path, w.Body)
+		return body.IDs
+	}
+	var body struct{ ID ringflake.ID }
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), "%s: body %s", path, w.Body)
+	return []ringflake.ID{body.ID}
+}
+
+// metric returns the value of the metric line named name in a /metrics
+// answer.
+func metric(t *testing.T, body, name string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(body)
+	require.NotNil(t, m, "metric %s in:\n%s", name, body)
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return v
+}
+
+// The clock steps back 500ms while requests come in, one after another and
+// from several goroutines: every request still gets IDs, all distinct,
+// from the ticks the clock shows again, and /metrics reports the step.
+func TestServiceStepBack(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.New(start)
+	svc, _ := newTestService(t, clock)
+	paths := []string{"/v1/id", "/api/snowflake/get/orders", "/v1/ids?n=100"}
+	per := map[string]int{"/v1/id": 1, "/api/snowflake/get/orders": 1, "/v1/ids?n=100": 100}
+	var (
+		mu   sync.Mutex
+		ids  []ringflake.ID
+		want int // IDs asked for
+	)
+	// serve sends n requests from each of workers goroutines, the clock
+	// moving 1ms after each.
+	serve := func(workers, n int) {
+		var eg errgroup.Group
+		for w := range workers {
+			eg.Go(func() error {
+				for i := range n {
+					path := paths[(w+i)%len(paths)]
+					resp := request(svc, http.MethodGet, path)
+					if resp.Code != http.StatusOK {
+						return errors.New(path + ": " + strconv.Itoa(resp.Code) + " " + resp.Body.String())
+					}
+					got := idsOf(t, resp, path)
+					mu.Lock()
+					ids = append(ids, got...)
+					want += per[path]
+					mu.Unlock()
+					clock.Add(time.Millisecond)
+				}
+				return nil
+			})
+		}
+		require.NoError(t, eg.Wait())
+	}
+	serve(1, 300)
+	serve(4, 75)
+	clock.Add(-500 * time.Millisecond)
+	ready := request(svc, http.MethodGet, "/readyz")
+	assert.Equal(t, http.StatusOK, ready.Code, "a clock behind is no reason to be unready; body %s", ready.Body)
+	serve(1, 150)
+	serve(4, 40) // still behind: 600ms forward, then 500 back, then 310
+	n := len(ids)
+	assert.Equal(t, want, n, "IDs handed out")
+	seen := make(map[ringflake.ID]bool, n)
+	for _, id := range ids {
+		require.False(t, seen[id], "ID %d handed out twice", id)
+		seen[id] = true
+		assert.Equal(t, int64(3), svc.layout.Decompose(id).Machine)
+	}
+
+	m := request(svc, http.MethodGet, "/metrics")
+	require.Equal(t, http.StatusOK, m.Code)
+	body := m.Body.String()
+	assert.Equal(t, 1.0, metric(t, body, "ringflake_clock_step_backs_total"), "one step back")
+	// The generator measures the step from the latest time it read, which
+	// is up to one move per worker (4ms) before the clock stepped back.
+	assert.InDelta(t, 0.5, metric(t, body, "ringflake_clock_largest_step_back_seconds"), 0.0041, "the step's size")
+	assert.Positive(t, metric(t, body, "ringflake_spare_ids_issued_total"), "IDs issued from the spare sequence while behind")
+	assert.Equal(t, float64(n), metric(t, body, "ringflake_ids_issued_total"), "IDs issued")
+	assert.Zero(t, metric(t, body, `ringflake_failures_total{reason="clock_behind"}`))
+	assert.Contains(t, body, "\ngo_goroutines ", "the Go collector's metrics")
+	assert.Contains(t, body, "\nprocess_cpu_seconds_total ", "the process collector's metrics")
+}
+
+// Bad input gets a 4xx with a JSON error, and no ID is issued for it.
+func TestServiceBadInput(t *testing.T) {
+	t.Parallel()
+	svc, g := newTestService(t, fakeclock.New(start))
+	tests := []struct {
+		method, target string
+		code           int
+		want           string // in the error
+	}{
+		{"GET", "/v1/ids", 400, "n is missing; want /v1/ids?n=N with N in 1..4096"},
+		{"GET", "/v1/ids?n=", 400, `n = ""; want an integer in 1..4096`},
+		{"GET", "/v1/ids?n=0", 400, `n = "0"; want an integer in 1..4096`},
+		{"GET", "/v1/ids?n=-1", 400, `n = "-1"`},
+		{"GET", "/v1/ids?n=4097", 400, `n = "4097"`},
+		{"GET", "/v1/ids?n=99999999999999999999", 400, `n = "99999999999999999999"`},
+		{"GET", "/v1/ids?n=1.5", 400, `n = "1.5"`},
+		{"GET", "/v1/ids?n=ten", 400, `n = "ten"`},
+		{"GET", "/v1/ids?n=%2010", 400, `n = " 10"`},
+		{"GET", "/v1/decode/abc", 400, `ParseID "abc": invalid ID syntax`},
+		{"GET", "/v1/decode/-5", 400, `ParseID "-5": ID out of range: negative`},
+		{"GET", "/v1/decode/9223372036854775808", 400, "ID out of range: above 2^63-1"},
+		{"GET", "/v1/decode/12%20", 400, `ParseID "12 ": invalid ID syntax`},
+		{"GET", "/nope", 404, `no such path "/nope"`},
+		{"GET", "/", 404, `no such path "/"`},
+		{"GET", "/v1/id/", 404, `no such path "/v1/id/"`},
+		{"GET", "/v1/ids/", 404, `no such path "/v1/ids/"`},
+		{"GET", "/v1/decode/", 404, `no such path "/v1/decode/"`},
+		{"GET", "/v1/decode/1/2", 404, `no such path "/v1/decode/1/2"`},
+		{"GET", "/api/snowflake/get/", 404, `no such path "/api/snowflake/get/"`},
+		{"POST", "/v1/id", 405, "method POST; want GET"},
+		{"PUT", "/v1/ids?n=3", 405, "method PUT; want GET"},
+		{"DELETE", "/v1/decode/1", 405, "method DELETE; want GET"},
+		{"HEAD", "/api/snowflake/get/x", 405, "method HEAD; want GET"},
+		{"POST", "/metrics", 405, "method POST; want GET"},
+		{"PATCH", "/readyz", 405, "method PATCH; want GET"},
+		{"OPTIONS", "/healthz", 405, "method OPTIONS; want GET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			w := request(svc, tt.method, tt.target)
+			assert.Equal(t, tt.code, w.Code, "status; body %s", w.Body)
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			var body map[string]string
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), "body %q", w.Body)
+			assert.Len(t, body, 1, "only the error in %v", body)
+			assert.Contains(t, body["error"], tt.want)
+			if tt.code == 405 {
+				assert.Equal(t, "GET", w.Header().Get("Allow"))
+			}
+		})
+	}
+	assert.Zero(t, g.Stats().Issued, "no ID issued for bad input")
+}
+
+// Each endpoint answers a good request with the shape it documents.
+func TestServiceAnswers(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.New(start)
+	svc, _ := newTestService(t, clock)
+
+	w := request(svc, "GET", "/api/snowflake/get/any-key")
+	assert.Equal(t, "text/plain; charset=utf-8", w.Header().Get("Content-Type"))
+	assert.Regexp(t, `^[0-9]+$`, w.Body.String(), "Leaf's answer: the decimal ID alone")
+	assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+
+	w = request(svc, "GET", "/v1/id")
+	assert.Regexp(t, `^\{"id":"[0-9]+"\}\n$`, w.Body.String())
+	id := idsOf(t, w, "/v1/id")[0]
+
+	clock.Add(time.Millisecond) // a tick with all its sequence free
+	w = request(svc, "GET", "/v1/ids?n=4096")
+	batch := idsOf(t, w, "/v1/ids")
+	assert.Len(t, batch, 4096)
+	assert.Regexp(t, `^\{"ids":\["[0-9]+"(,"[0-9]+")*\]\}\n$`, w.Body.String())
+	for i := 1; i < len(batch); i++ {
+		require.Greater(t, batch[i], batch[i-1], "a batch is in increasing order")
+	}
+	clock.Add(time.Millisecond)
+	assert.Len(t, idsOf(t, request(svc, "GET", "/v1/ids?n=1"), "/v1/ids"), 1)
+
+	w = request(svc, "GET", "/v1/decode/"+id.String())
+	require.Equal(t, http.StatusOK, w.Code, "body %s", w.Body)
+	assert.JSONEq(t, `{"id":"`+id.String()+`","time":"2026-11-23T12:00:00Z","machine":3,"sequence":1}`, w.Body.String(),
+		"the second ID of the first tick")
+
+	w = request(svc, "GET", "/healthz")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.JSONEq(t, `{"status":"ok"}`, w.Body.String())
+	w = request(svc, "GET", "/readyz")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.JSONEq(t, `{"ready":true,"machine":3}`, w.Body.String())
+}
+
+// A failure to issue is a 503 with the error's text, and a Retry-After
+// when waiting helps.
+func TestServiceIssueErrors(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.New(start)
+	// One slot remembers one tick: a step back of 2s then leaves the
+	// current tick's unused sequence as the only spare.
+	svc, g := newTestService(t, clock, ringflake.WithRingSize(1), ringflake.WithMaxWait(0))
+	request(svc, "GET", "/v1/id")
+	clock.Add(-2 * time.Second)
+	w := request(svc, "GET", "/v1/ids?n=4096")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code, "a batch larger than the spare left; body %s", w.Body)
+	for _, path := range []string{"/v1/id", "/v1/ids?n=1", "/api/snowflake/get/k"} {
+		for range 4096 { // the spare left, if any, is used up
+			if w = request(svc, "GET", path); w.Code != http.StatusOK {
+				break
+			}
+		}
+		require.Equal(t, http.StatusServiceUnavailable, w.Code, "%s: body %s", path, w.Body)
+		assert.Equal(t, "2", w.Header().Get("Retry-After"), "%s: seconds until the clock is back", path)
+		var body map[string]string
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+		assert.Contains(t, body["error"], "ringflake: clock is behind and no spare sequence is left: clock 2026-11-23T11:59:58Z is 2s behind", path)
+	}
+	assert.Equal(t, http.StatusOK, request(svc, "GET", "/readyz").Code, "a clock behind is no reason to be unready")
+
+	require.NoError(t, g.Close())
+	w = request(svc, "GET", "/v1/id")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Empty(t, w.Header().Get("Retry-After"), "a closed generator never comes back")
+	assert.Contains(t, w.Body.String(), "generator is closed")
+	w = request(svc, "GET", "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"machine ID lease is not held: ringflake: generator is closed"}`, w.Body.String())
+}
+
+// testLeaser is a machineid.Leaser whose lease the test sets, standing in
+// for a store.
+type testLeaser struct {
+	mu    sync.Mutex // protects lease and watch
+	lease machineid.Lease
+	watch func(machineid.Lease)
+}
+
+func (l *testLeaser) MachineID(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lease.ID, nil
+}
+
+func (l *testLeaser) Watch(fn func(machineid.Lease)) func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watch = fn
+	fn(l.lease)
+	return func() {}
+}
+
+func (l *testLeaser) Release(time.Time) error { return nil }
+
+// set reports lease to the watcher, as a store's renewal or loss would.
+func (l *testLeaser) set(lease machineid.Lease) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lease = lease
+	l.watch(lease)
+}
+
+// /readyz follows the lease: 503 with the reason while it is lost, while
+// the clock has not passed the inherited mark, and once the clock is past
+// the confirmed mark; issuing fails meanwhile with a 503 and Retry-After.
+func TestServiceReadyFollowsTheLease(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.New(start)
+	leaser := &testLeaser{lease: machineid.Lease{ID: 9, Held: true, Until: start.Add(10 * time.Second)}}
+	g, err := ringflake.New(ringflake.WithMachineIDSource(leaser), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
+	require.NoError(t, err)
+	defer g.Close()
+	svc := newService(g, serviceConfig{clock: clock.Now})
+	steps := []struct {
+		name   string
+		lease  machineid.Lease
+		reason string // "" for ready
+		retry  string // Retry-After of /v1/id's 503
+	}{
+		{"held", machineid.Lease{ID: 9, Held: true, Until: start.Add(10 * time.Second)}, "", ""},
+		{"lost", machineid.Lease{ID: 9, Err: errors.New("store: connection refused")},
+			"machine ID lease is not held: store: connection refused", "1"},
+		{"regained with a mark ahead", machineid.Lease{ID: 9, Held: true, After: start.Add(1500 * time.Millisecond), Until: start.Add(10 * time.Second)},
+			"waiting for the clock to pass the machine ID's inherited mark 2026-11-23T12:00:01.5Z, 1.5s ahead", "2"},
+		{"confirmed mark passed", machineid.Lease{ID: 9, Held: true, Until: start.Add(-time.Second)},
+			"the clock is 1s past the lease's confirmed mark 2026-11-23T11:59:59Z; waiting for a renewal", "1"},
+		{"renewed", machineid.Lease{ID: 9, Held: true, Until: start.Add(10 * time.Second)}, "", ""},
+	}
+	for _, s := range steps {
+		leaser.set(s.lease)
+		w := request(svc, "GET", "/readyz")
+		id := request(svc, "GET", "/v1/id")
+		if s.reason == "" {
+			assert.Equal(t, http.StatusOK, w.Code, "%s: /readyz; body %s", s.name, w.Body)
+			assert.Equal(t, http.StatusOK, id.Code, "%s: /v1/id; body %s", s.name, id.Body)
+			continue
+		}
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "%s: /readyz", s.name)
+		assert.JSONEq(t, `{"ready":false,"machine":9,"reason":`+strconv.Quote(s.reason)+`}`, w.Body.String(), s.name)
+		assert.Equal(t, http.StatusServiceUnavailable, id.Code, "%s: /v1/id; body %s", s.name, id.Body)
+		assert.Equal(t, s.retry, id.Header().Get("Retry-After"), "%s: /v1/id's Retry-After", s.name)
+	}
+}
+
+// Any request gets an answer of a status the API documents, never a
+// panic, and every answer but a 200 is a JSON error.
+func FuzzServiceRequest(f *testing.F) {
+	for _, s := range []string{"/v1/id", "/v1/ids?n=7", "/v1/ids?n=-1", "/v1/decode/383078035417174017",
+		"/v1/decode/x", "/api/snowflake/get/k", "/readyz", "/healthz", "/nope"} {
+		f.Add("GET", s)
+	}
+	f.Add("POST", "/v1/id")
+	f.Add("GET", "/.")
+	svc, _ := newFuzzService(f)
+	f.Fuzz(func(t *testing.T, method, target string) {
+		r, err := http.NewRequest(method, "http://localhost"+target, nil)
+		if err != nil || r.URL.Path == "" || r.URL.Path[0] != '/' {
+			return // not a request a server would hand to a handler
+		}
+		w := httptest.NewRecorder()
+		svc.ServeHTTP(w, r)
+		switch w.Code {
+		case http.StatusOK:
+			return
+		case http.StatusMovedPermanently, http.StatusTemporaryRedirect: // ServeMux's redirect of an unclean path, such as "/."
+			return
+		case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+		default:
+			t.Fatalf("%s %q: status %d; want 200, 301, 307, 400, 404 or 405", method, target, w.Code)
+		}
+		var body map[string]string
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body["error"] == "" {
+			t.Fatalf("%s %q: status %d with body %q; want a JSON error", method, target, w.Code, w.Body)
+		}
+	})
+}
+
+// newFuzzService returns a service over a generator on a clock that moves
+// 1ms a reading, so that no request waits.
+func newFuzzService(f *testing.F) (*service, *ringflake.Generator) {
+	clock := fakeclock.NewTicker(start, time.Millisecond)
+	g, err := ringflake.New(ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = g.Close() })
+	return newService(g, serviceConfig{clock: clock.Now}), g
+}

@@ -1,0 +1,417 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/etcdtest"
+	"github.com/ringflake/ringflake/internal/pgtest"
+	"github.com/ringflake/ringflake/internal/redistest"
+)
+
+// server is one "ringflake serve" process on a free loopback port.
+type server struct {
+	addr    string // host:port it serves on
+	machine int64  // its machine ID, from its start record
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited
+	waitErr error         // written before exited is closed
+
+	mu      sync.Mutex // protects records
+	records []map[string]any
+}
+
+// startServer starts the binary's serve command with args on a free port,
+// logging JSON, and returns once it logs that it serves. It is killed when
+// the test ends if it is still running.
+func startServer(t *testing.T, args ...string) *server {
+	t.Helper()
+	bin := buildCLI(t)
+	s := &server{exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	stderr, err := s.cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, s.cmd.Start())
+	serving := make(chan map[string]any, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				rec = map[string]any{"msg": "(not JSON) " + sc.Text()}
+			}
+			s.mu.Lock()
+			s.records = append(s.records, rec)
+			s.mu.Unlock()
+			if rec["msg"] == "ringflake: serving" {
+				serving <- rec
+			}
+		}
+		s.waitErr = s.cmd.Wait() // after stderr is read to its end
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	})
+	select {
+	case rec := <-serving:
+		s.addr, _ = rec["addr"].(string)
+		m, _ := rec["machine"].(float64)
+		s.machine = int64(m)
+	case <-s.exited:
+		t.Fatalf("serve exited before serving: %v; log: %v", s.waitErr, s.log())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not log that it serves within 30s; log: %v", s.log())
+	}
+	return s
+}
+
+// log returns the records logged so far.
+func (s *server) log() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.records...)
+}
+
+// messages returns the msg of every record logged so far.
+func (s *server) messages() []string {
+	var msgs []string
+	for _, r := range s.log() {
+		msg, _ := r["msg"].(string)
+		msgs = append(msgs, msg)
+	}
+	return msgs
+}
+
+// stop sends sig and returns the exit status, failing the test if the
+// process has not exited within 20s.
+func (s *server) stop(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	require.NoError(t, s.cmd.Process.Signal(sig))
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not exit within 20s of %v; log: %v", sig, s.log())
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// reply is one HTTP answer, read in full.
+type reply struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+// client reuses its connections, as a service's callers do.
+var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// get sends GET http://addr+path and reads the whole answer.
+func get(addr, path string) (reply, error) {
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, fmt.Errorf("reading the body of %s: %w", path, err)
+	}
+	return reply{code: resp.StatusCode, header: resp.Header, body: string(b)}, nil
+}
+
+// status returns the status of GET path, or 0 on a transport error. It
+// is for conditions polled on another goroutine, where a test must not
+// fail.
+func status(addr, path string) int {
+	r, _ := get(addr, path)
+	return r.code
+}
+
+// mustGet is get, failing the test on a transport error.
+func mustGet(t *testing.T, addr, path string) reply {
+	t.Helper()
+	r, err := get(addr, path)
+	require.NoError(t, err, "GET %s", path)
+	return r
+}
+
+// The process answers every endpoint, logs one record when it starts and
+// one when it stops, nothing per request, and exits 0 on SIGINT (SIGTERM
+// in the tests below).
+func TestServeProcess(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--machine-id", "7", "--max-batch", "1000")
+	assert.Equal(t, int64(7), s.machine)
+
+	r := mustGet(t, s.addr, "/api/snowflake/get/orders")
+	assert.Equal(t, 200, r.code)
+	leaf, err := ringflake.ParseID(r.body)
+	require.NoError(t, err, "Leaf's answer is the decimal ID alone: %q", r.body)
+
+	r = mustGet(t, s.addr, "/v1/id")
+	assert.Equal(t, 200, r.code)
+	var one struct{ ID ringflake.ID }
+	require.NoError(t, json.Unmarshal([]byte(r.body), &one), "body %q", r.body)
+
+	r = mustGet(t, s.addr, "/v1/ids?n=1000")
+	assert.Equal(t, 200, r.code)
+	var batch struct{ IDs []ringflake.ID }
+	require.NoError(t, json.Unmarshal([]byte(r.body), &batch))
+	assert.Len(t, batch.IDs, 1000)
+	all := append([]ringflake.ID{leaf, one.ID}, batch.IDs...)
+	for i := 1; i < len(all); i++ {
+		assert.Greater(t, all[i], all[i-1], "IDs of one process come in increasing order")
+	}
+	assert.Equal(t, 400, mustGet(t, s.addr, "/v1/ids?n=1001").code, "above --max-batch")
+
+	r = mustGet(t, s.addr, "/v1/decode/"+one.ID.String())
+	assert.Equal(t, 200, r.code)
+	var parts struct {
+		ID       ringflake.ID
+		Time     time.Time
+		Machine  int64
+		Sequence int64
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.body), &parts))
+	assert.Equal(t, one.ID, parts.ID)
+	assert.Equal(t, int64(7), parts.Machine)
+	assert.WithinDuration(t, time.Now(), parts.Time, 10*time.Second)
+
+	r = mustGet(t, s.addr, "/metrics")
+	assert.Equal(t, 200, r.code)
+	assert.Contains(t, r.body, "\nringflake_ids_issued_total 1002\n")
+	assert.Contains(t, r.body, "\nringflake_machine_id 7\n")
+	assert.Equal(t, reply{200, nil, "{\"status\":\"ok\"}\n"}, stripHeader(mustGet(t, s.addr, "/healthz")))
+	assert.Equal(t, reply{200, nil, "{\"ready\":true,\"machine\":7}\n"}, stripHeader(mustGet(t, s.addr, "/readyz")))
+	r = mustGet(t, s.addr, "/v2/id")
+	assert.Equal(t, 404, r.code)
+	assert.JSONEq(t, `{"error":"no such path \"/v2/id\"; see ringflake serve -h"}`, r.body)
+	resp, err := client.Post("http://"+s.addr+"/v1/id", "text/plain", nil)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, 405, resp.StatusCode)
+	assert.JSONEq(t, `{"error":"method POST; want GET"}`, string(b))
+
+	assert.Equal(t, 0, s.stop(t, syscall.SIGINT), "exit status after SIGINT; log %v", s.log())
+	assert.Equal(t, []string{"ringflake: serving", "ringflake: stopped"}, s.messages(), "one record at the start and one at the stop")
+	stopped := s.log()[1]
+	assert.Equal(t, true, stopped["drained"])
+	assert.Equal(t, true, stopped["released"])
+	assert.Equal(t, float64(1002), stopped["issued"])
+}
+
+func stripHeader(r reply) reply { r.header = nil; return r }
+
+// TestServeLeaseLost serves with a Redis lease and stops Redis: requests
+// get a 503 that names the cause and /readyz says why it is not ready;
+// once Redis is back the process regains a lease and serves again, logging
+// both changes; on SIGTERM it releases the lease at once.
+func TestServeLeaseLost(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := startServer(t, "--lease", "redis://"+srv.Addr, "--lease-ttl", "1s", "--max-wait", "20ms")
+	r := mustGet(t, s.addr, "/readyz")
+	require.Equal(t, 200, r.code, "ready once serving; body %s", r.body)
+	assert.Equal(t, 200, mustGet(t, s.addr, "/v1/id").code)
+
+	srv.Stop()
+	require.Eventually(t, func() bool { return status(s.addr, "/v1/id") == 503 }, 10*time.Second, 20*time.Millisecond,
+		"requests should fail once the lease runs out (TTL less the margin)")
+	r = mustGet(t, s.addr, "/v1/id")
+	assert.Equal(t, 503, r.code)
+	assert.Equal(t, "1", r.header.Get("Retry-After"))
+	assert.Contains(t, r.body, "ringflake: machine ID lease is not held")
+	assert.Contains(t, r.body, "machine ID lease is not held: machineid_redis: lease on machine ID", "the store's error is the cause")
+	r = mustGet(t, s.addr, "/readyz")
+	assert.Equal(t, 503, r.code)
+	var ready readiness
+	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
+	assert.False(t, ready.Ready)
+	assert.Contains(t, ready.Reason, "machine ID lease is not held: ")
+	assert.Equal(t, 503, mustGet(t, s.addr, "/v1/ids?n=10").code)
+	assert.Equal(t, 200, mustGet(t, s.addr, "/healthz").code, "the process is up all the same")
+
+	srv.Restart()
+	require.Eventually(t, func() bool { return status(s.addr, "/readyz") == 200 }, 20*time.Second, 50*time.Millisecond,
+		"the process should regain a lease once Redis is back (after the restarted Redis's floor, a TTL)")
+	r = mustGet(t, s.addr, "/readyz")
+	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
+	assert.Equal(t, 200, mustGet(t, s.addr, "/v1/id").code)
+	assert.Contains(t, s.messages(), "ringflake: machine ID lease lost")
+	assert.Contains(t, s.messages(), "ringflake: machine ID lease regained")
+
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+	assert.Equal(t, "0", srv.Do("EXISTS", "{ringflake}:LEASE:"+strconv.FormatInt(ready.Machine, 10)),
+		"the lease on machine ID %d should be released at exit", ready.Machine)
+}
+
+// outcome counts what happened to the requests of a load.
+type outcome struct {
+	ok, refused, failed atomic.Int64
+	drained             atomic.Int64 // answered with 200 after the signal, having started before it
+	firstFailure        atomic.Value // string
+}
+
+// TestServeDrainsOnSIGTERM sends SIGTERM to a process under load from many
+// clients: every request gets a whole 200 answer, or, once the listener is
+// closed, a refused connection; none fails part way. The IDs are all
+// distinct, the process exits 0, and its lease is free in Redis at once.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := startServer(t, "--lease", "redis://"+srv.Addr, "--lease-ttl", "2s")
+	const clients = 32
+	paths := []string{"/v1/id", "/api/snowflake/get/k", "/v1/ids?n=50"}
+	var (
+		out      outcome
+		signaled atomic.Int64 // UnixNano of the signal, 0 before
+		mu       sync.Mutex
+		ids      []ringflake.ID
+	)
+	deadline := time.Now().Add(30 * time.Second) // bounds the load whatever happens
+	var eg errgroup.Group
+	for c := range clients {
+		eg.Go(func() error {
+			for i := 0; time.Now().Before(deadline); i++ {
+				path := paths[(c+i)%len(paths)]
+				began := time.Now().UnixNano()
+				r, err := get(s.addr, path)
+				switch {
+				case errors.Is(err, syscall.ECONNREFUSED):
+					out.refused.Add(1)
+					return nil // the listener is closed: the process is stopping
+				case err != nil || r.code != 200:
+					out.failed.Add(1)
+					out.firstFailure.CompareAndSwap(nil, fmt.Sprintf("%s: %v %d %q", path, err, r.code, r.body))
+					continue
+				}
+				got, perr := parseIDs(path, r.body)
+				if perr != nil {
+					out.failed.Add(1)
+					out.firstFailure.CompareAndSwap(nil, perr.Error())
+					continue
+				}
+				out.ok.Add(1)
+				if sig := signaled.Load(); sig != 0 && began < sig {
+					out.drained.Add(1)
+				}
+				mu.Lock()
+				ids = append(ids, got...)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	require.Eventually(t, func() bool { return out.ok.Load() >= 3000 }, 20*time.Second, time.Millisecond, "the load should get going")
+	signaled.Store(time.Now().UnixNano())
+	code := s.stop(t, syscall.SIGTERM)
+	exists := srv.Do("EXISTS", "{ringflake}:LEASE:"+strconv.FormatInt(s.machine, 10)) // at once
+	require.NoError(t, eg.Wait())
+	t.Logf("%d answered (%d of them started before the signal and answered after it), %d refused, %d failed",
+		out.ok.Load(), out.drained.Load(), out.refused.Load(), out.failed.Load())
+
+	assert.Zero(t, out.failed.Load(), "requests that failed part way; first: %v", out.firstFailure.Load())
+	assert.Equal(t, int64(clients), out.refused.Load(), "every client should end on a refused connection")
+	assert.Positive(t, out.drained.Load(), "requests in flight at the signal should have been answered")
+	assert.Equal(t, 0, code, "exit status; log %v", s.log())
+	assert.Equal(t, "0", exists, "the lease on machine ID %d should be free when the process has exited", s.machine)
+	seen := make(map[ringflake.ID]bool, len(ids))
+	for _, id := range ids {
+		require.False(t, seen[id], "ID %d handed out twice", id)
+		seen[id] = true
+	}
+	msgs := s.messages()
+	require.NotEmpty(t, msgs)
+	stopped := s.log()[len(msgs)-1]
+	assert.Equal(t, "ringflake: stopped", stopped["msg"])
+	assert.Equal(t, true, stopped["drained"])
+	assert.Equal(t, true, stopped["released"])
+	assert.GreaterOrEqual(t, stopped["issued"], float64(len(ids)), "the IDs issued include every one answered")
+}
+
+// parseIDs reads the IDs of a 200 answer of path.
+func parseIDs(path, body string) ([]ringflake.ID, error) {
+	switch {
+	case strings.HasPrefix(path, "/api/"):
+		id, err := ringflake.ParseID(body)
+		return []ringflake.ID{id}, err
+	case strings.HasPrefix(path, "/v1/ids"):
+		var b struct{ IDs []ringflake.ID }
+		err := json.Unmarshal([]byte(body), &b)
+		if err == nil && len(b.IDs) == 0 {
+			err = fmt.Errorf("%s: no IDs in %q", path, body)
+		}
+		return b.IDs, err
+	}
+	var b struct{ ID ringflake.ID }
+	err := json.Unmarshal([]byte(body), &b)
+	return []ringflake.ID{b.ID}, err
+}
+
+// A taken port is one line on stderr and status 1, before any lease is
+// taken.
+func TestServeAddrInUse(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	code, stdout, stderr := invoke("serve", "--addr", l.Addr().String(), "--lease", "redis://127.0.0.1:1")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "ringflake: serve: listen tcp "+l.Addr().String()+": bind: address already in use\n", stderr)
+}
+
+// serve takes its machine ID from etcd and from PostgreSQL as gen does:
+// ready with the leased ID, and the lease released at exit.
+func TestServeLeaseStores(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		start func(t *testing.T) (url string, held func() []int64)
+	}{
+		{"etcd", func(t *testing.T) (string, func() []int64) {
+			cl := etcdtest.Start(t)
+			return "etcd://" + strings.TrimPrefix(cl.Endpoints()[0], "http://"), func() []int64 { return etcdOwners(t, cl) }
+		}},
+		{"postgres", func(t *testing.T) (string, func() []int64) {
+			pg := pgtest.Start(t)
+			return pg.AddRole("ringflake", "s3cret"), func() []int64 { return pgOwners(t, pg) }
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url, held := tt.start(t)
+			s := startServer(t, "--lease", url, "--lease-ttl", "2s")
+			r := mustGet(t, s.addr, "/readyz")
+			assert.Equal(t, 200, r.code, "body %s", r.body)
+			assert.JSONEq(t, `{"ready":true,"machine":`+strconv.FormatInt(s.machine, 10)+`}`, r.body)
+			assert.Equal(t, []int64{s.machine}, held(), "the served machine ID is the one leased")
+			var one struct{ ID ringflake.ID }
+			require.NoError(t, json.Unmarshal([]byte(mustGet(t, s.addr, "/v1/id").body), &one))
+			assert.Equal(t, s.machine, ringflake.DefaultLayout().Decompose(one.ID).Machine)
+			assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+			assert.Empty(t, held(), "the lease released at exit")
+		})
+	}
+}
