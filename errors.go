@@ -46,7 +46,7 @@ var (
 	// have issued IDs up to that time, or the store restarted and cannot
 	// rule it out, and the clock did not pass it within MaxWait. The clock
 	// is not at fault; the wait ends by itself, at the mark.
-	ErrMarkAhead = errors.New("ringflake: machine ID's inherited mark is ahead of the clock")
+	ErrMarkAhead = errors.New("ringflake: machine ID's inherited mark (a previous holder's, or a restarted store's floor) is ahead of the clock")
 
 	// ErrClosed means [Generator.Close] was called, or the Generator was
 	// not made by [New].

@@ -220,7 +220,7 @@ func (g *Generator) fill(dst []ID) (n int, err error) {
 		n, err = g.step(&a, dst, n)
 	}
 	if !a.start.IsZero() {
-		g.waited(a.elapsed())
+		g.waited(a.elapsed(), err == nil)
 	}
 	if err != nil {
 		return n, g.count(err)

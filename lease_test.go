@@ -440,7 +440,7 @@ func TestNewWaitsOutTheInheritedMark(t *testing.T) {
 	id, err := g.NextID()
 	require.NoError(t, err, "the first call after New issues, even with MaxWait 0")
 	assert.True(t, g.Layout().Decompose(id).Time.After(mark), "the ID's time is past the inherited mark")
-	got := rec.get("ringflake: waiting for the machine ID's inherited mark")
+	got := rec.get("ringflake: waiting for the machine ID's inherited mark (a previous holder's, or a restarted store's floor)")
 	require.Len(t, got, 1)
 	assert.True(t, mark.Equal(got[0]["until"].(time.Time)), "until = %v; want %v", got[0]["until"], mark)
 	assert.Positive(t, got[0]["by"])
@@ -459,7 +459,7 @@ func TestNewFailsOnAMarkBeyondTheTimeout(t *testing.T) {
 	var ce *ringflake.ClockError
 	require.ErrorAs(t, err, &ce)
 	assert.InDelta(t, time.Hour, ce.By, float64(time.Minute), "how far ahead the mark is")
-	assert.Contains(t, err.Error(), "inherited mark is ahead of the clock")
+	assert.Contains(t, err.Error(), "inherited mark (a previous holder's, or a restarted store's floor) is ahead of the clock")
 	assert.Less(t, time.Since(start), 30*time.Second, "New need not wait for a mark it cannot reach")
 	assert.Equal(t, 1, f.closeCount(), "the lease is released")
 

@@ -11,9 +11,12 @@ import (
 // most once a second for each kind, so that a flapping clock cannot flood a
 // log: a step back of the clock, a call that waited 10 ms or more, a lease
 // lost (with its cause) or regained, and a wait for a leased machine ID's
-// inherited mark (with how long and until when). Each record's message
+// inherited mark: a previous holder's, or the floor of a store that
+// restarted and may have lost its marks (with how long and until when). Each record's message
 // starts with "ringflake: " and its attributes carry the figures; those
-// dropped by the rate limit are counted in the next one's "suppressed".
+// dropped by the rate limit are counted in the next one's "suppressed". A
+// call that waited and then failed is not logged as a long wait: its error
+// says why.
 // Logging happens on the goroutine that saw the event, inside a NextID call
 // or on the lease's own goroutine, so the handler must be quick. nil, the
 // default, logs nothing.
@@ -42,7 +45,7 @@ var logMessages = [logKinds]string{
 	logLongWait:      "ringflake: long wait",
 	logLeaseLost:     "ringflake: machine ID lease lost",
 	logLeaseRegained: "ringflake: machine ID lease regained",
-	logMarkWait:      "ringflake: waiting for the machine ID's inherited mark",
+	logMarkWait:      "ringflake: waiting for the machine ID's inherited mark (a previous holder's, or a restarted store's floor)",
 }
 
 // logger sends rate-limited records; nil without WithLogger.

@@ -111,3 +111,23 @@ func TestLogLeaseLostWithCauseAndRegained(t *testing.T) {
 	require.Len(t, regained, 1)
 	assert.Equal(t, slog.LevelInfo, regained[0]["level"])
 }
+
+// A call that waits and then fails is not logged as a long wait: its error
+// gives the cause, and a lost lease logged as waits sent readers looking
+// for a clock problem.
+func TestLogLongWaitOnlyForCallsThatIssue(t *testing.T) {
+	t.Parallel()
+	var rec records
+	frozen := fakeclock.New(at(3, 0))
+	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now),
+		ringflake.WithMaxWait(20*time.Millisecond), ringflake.WithLogger(slog.New(&rec)))
+	require.NoError(t, err)
+	for range 16 { // the frozen tick's whole sequence
+		_, err := g.NextID()
+		require.NoError(t, err)
+	}
+	_, err = g.NextID()
+	require.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
+	assert.Equal(t, uint64(1), g.Stats().Waits, "the failed call's wait is counted")
+	assert.Empty(t, rec.get("ringflake: long wait"), "a wait that ended in an error is not a long wait")
+}

@@ -128,11 +128,12 @@ func (g *Generator) count(err error) error {
 	return err
 }
 
-// waited records one call's total wait and reports a long one.
-func (g *Generator) waited(d time.Duration) {
+// waited records one call's total wait, and logs a long one that ended in
+// an ID; one that ended in an error is the error's to explain.
+func (g *Generator) waited(d time.Duration, ok bool) {
 	g.stats.waits.Add(1)
 	g.stats.waitNanos.Add(int64(d))
-	if g.logger != nil && d >= longWait {
+	if ok && g.logger != nil && d >= longWait {
 		g.log(logLongWait, slog.Duration("by", d), slog.Int64("machine", g.state.Load().machine))
 	}
 }

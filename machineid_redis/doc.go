@@ -61,9 +61,10 @@
 // restart time + TTL, so for a TTL (plus WithMaxClockSkew) after the server
 // starts (INFO's uptime_in_seconds), every ID's mark is taken to be at
 // least that: the restart floor. It is reported as the lease's After, so
-// on a fresh Redis, ringflake.New takes up to a TTL to return, logs
-// "ringflake: waiting for the machine ID's inherited mark" through
-// ringflake.WithLogger, and then returns a generator that issues at once.
+// on a fresh Redis, ringflake.New takes up to a TTL to return, logs that it
+// is waiting for the machine ID's inherited mark (a restarted store's
+// floor) through ringflake.WithLogger, and then returns a generator that
+// issues at once.
 // With an acquire timeout shorter than the wait, New fails with an error
 // wrapping ringflake.ErrMarkAhead that says how far ahead the mark is. The
 // floor is counted from when the answer arrived, so a call that ran late

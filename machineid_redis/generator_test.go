@@ -53,7 +53,7 @@ func TestFreshRedisNewWaitsOutTheRestartFloor(t *testing.T) {
 	id, err := g.NextID()
 	require.NoError(t, err, "the first NextID after New should succeed")
 	assert.Equal(t, l.ID, g.Layout().Decompose(id).Machine)
-	assert.Contains(t, logs.String(), `msg="ringflake: waiting for the machine ID's inherited mark"`, "New should say why it waits")
+	assert.Contains(t, logs.String(), `msg="ringflake: waiting for the machine ID's inherited mark (a previous holder's, or a restarted store's floor)"`, "New should say why it waits")
 	assert.NotContains(t, logs.String(), "behind", "nothing should blame the clock")
 	assert.NotContains(t, logs.String(), "stepped back", "nothing should blame the clock")
 }

@@ -132,6 +132,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"gen negative max wait", []string{"gen", "--machine-id", "1", "--max-wait", "-1s"},
 			"ringflake: gen: invalid configuration: max wait = -1s; valid range 0 or more"},
 		{"serve argument", []string{"serve", "now"}, `ringflake: serve: unexpected argument "now"`},
+		{"serve without a machine ID", []string{"serve", "--addr", "127.0.0.1:0"},
+			"ringflake: serve: no machine ID: give --machine-id, or --lease to lease one; every service sharing an ID space needs its own"},
 		{"serve max batch", []string{"serve", "--max-batch", "0"}, "ringflake: serve: --max-batch = 0; want 1..65536"},
 		{"serve huge batch", []string{"serve", "--max-batch", "65537"}, "ringflake: serve: --max-batch = 65537; want 1..65536"},
 		{"serve log format", []string{"serve", "--log-format", "xml"}, `ringflake: serve: --log-format = "xml"; want text or json`},

@@ -60,7 +60,15 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	case f.writeTimeout <= f.maxWait:
 		return f, usageError("serve: --write-timeout = %v; want more than --max-wait (%v), which a request may wait", f.writeTimeout, f.maxWait)
 	}
-	return f, f.check(fs)
+	if err := f.check(fs); err != nil {
+		return f, err
+	}
+	if f.lease.url == "" && !f.set["machine-id"] {
+		// gen may default to machine 0 for a quick look; a service runs
+		// beside others, and two on machine 0 would issue the same IDs.
+		return f, usageError("serve: no machine ID: give --machine-id, or --lease to lease one; every service sharing an ID space needs its own")
+	}
+	return f, nil
 }
 
 // runServe serves the HTTP API until SIGTERM or SIGINT, then stops taking
@@ -79,9 +87,6 @@ func runServe(args []string, stderr io.Writer) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer ln.Close()
-	if f.lease.url == "" && !f.set["machine-id"] {
-		log.Warn("ringflake: no --machine-id or --lease given; using machine ID 0, which is unique only if no other generator uses it")
-	}
 	g, err := f.newGenerator(log)
 	if err != nil {
 		return err
