@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/sentinel"
 )
 
 // Errors returned by this package. Test for them with [errors.Is]: the
@@ -12,7 +14,7 @@ import (
 var (
 	// ErrInvalidConfig means an option, layout or ID part is out of range.
 	// The wrapping message names the value and the valid range.
-	ErrInvalidConfig = errors.New("ringflake: invalid configuration")
+	ErrInvalidConfig = sentinel.InvalidConfig
 
 	// ErrClockBeforeEpoch means the clock reads earlier than the layout's
 	// epoch, so no time field can be formed.

@@ -23,3 +23,23 @@ func check(source string, id, max int64) (int64, error) {
 	}
 	return id, nil
 }
+
+// Errors of the lease stores, defined once here and wrapped by every store
+// with its figures and the store's own error. Test for them with
+// [errors.Is]. A store's option out of range is refused with an error
+// wrapping ringflake.ErrInvalidConfig instead.
+var (
+	// ErrExhausted means every machine ID in the range is held by a live
+	// lease.
+	ErrExhausted = errors.New("machineid: no free machine ID in range")
+
+	// ErrLeaseLost means a holder can no longer prove it holds its
+	// machine ID: the store gave the lease to another holder or dropped
+	// it, or no renewal was confirmed before the lease's deadline (the
+	// error then also wraps the latest call's error).
+	ErrLeaseLost = errors.New("machineid: lease lost")
+
+	// ErrReleased means Release was called: the lease is given up, or a
+	// call in flight was cut short by it.
+	ErrReleased = errors.New("machineid: lease released")
+)

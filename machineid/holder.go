@@ -1,0 +1,321 @@
+package machineid
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Holder holds a machine ID on a lease in a [Store]: every lease store's
+// New returns one. It implements [Leaser], so give it to
+// ringflake.WithMachineIDSource, and the generator follows the lease, waits
+// out the mark it inherited and releases it on Close. One Holder serves one
+// generator at a time.
+//
+// After the first successful MachineID, a goroutine renews the lease every
+// TTL/3 (every TTL/10 after a failed call) and, once it is lost, takes one
+// again, perhaps another ID, until Release. A Holder is safe for concurrent
+// use.
+type Holder struct {
+	store Store  // written once by NewHolder
+	cfg   config // written once by NewHolder
+	name  string // written once by NewHolder
+
+	// turn serializes the calls to the store, so that a token never has
+	// two in flight and the release comes after the last of them. It is a
+	// channel, not a mutex, so that a wait for it can end with a context.
+	turn chan struct{}
+
+	mu       sync.Mutex  // protects the fields below
+	lease    Lease       // what watchers see
+	owned    bool        // the store's last answer said sess's token holds lease.ID
+	deadline time.Time   // with a monotonic reading: Held ends here
+	lastErr  error       // the latest failed call's error since one succeeded
+	sess     *session    // the current session, nil when none
+	last     *session    // the last session released, for a second Release
+	expiry   *time.Timer // fires at deadline; written once by NewHolder
+
+	wmu      sync.Mutex // serializes deliveries to watchers; protects watchers and nextW
+	watchers map[int]func(Lease)
+	nextW    int
+}
+
+// session is one stretch of holding, from the first MachineID after
+// NewHolder or after a Release, to the next Release. Each has a token of its
+// own, so that a lease held before a Release is never taken for the next
+// session's.
+type session struct {
+	token   string
+	ctx     context.Context    // done when Release begins; ends calls in flight
+	cancel  context.CancelFunc // cancels ctx
+	stopped chan struct{}      // closed when the renewer returns
+
+	// Guarded by Holder.mu:
+	running bool  // the renewer was started
+	id      int64 // the ID last granted to token, or -1
+	unsure  bool  // a Take was sent whose answer was not seen: token may hold another ID
+
+	released   chan struct{} // closed when Release has finished
+	releaseErr error         // written before released is closed
+}
+
+var _ Leaser = (*Holder)(nil)
+
+// NewHolder returns a Holder of machine IDs leased from store, configured
+// by opts: the common ones, and the store's own, made with [StoreOption]
+// for settings of type S, which it applies to settings. lim are the
+// store's bounds on the common options. It does not contact the store: the
+// first MachineID does. It returns an error wrapping
+// ringflake.ErrInvalidConfig, naming the value and its valid range, if
+// store is nil, an option is out of range, or an option is another store's.
+func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Holder, error) {
+	c := config{lo: 0, hi: 1023}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	for _, o := range c.store {
+		set, ok := o.set.(func(*S))
+		if !ok || settings == nil {
+			return nil, invalid(lim, "option", o.name, "the options of "+lim.Name+" and of package machineid")
+		}
+		set(settings)
+	}
+	if store == nil {
+		return nil, invalid(lim, "store", "nil", "a Store")
+	}
+	if err := c.validate(lim); err != nil {
+		return nil, err
+	}
+	h := &Holder{
+		store:    store,
+		cfg:      c,
+		name:     lim.Name,
+		turn:     make(chan struct{}, 1),
+		lease:    Lease{ID: -1},
+		watchers: make(map[int]func(Lease)),
+	}
+	h.expiry = time.AfterFunc(time.Hour, h.expire)
+	h.expiry.Stop()
+	return h, nil
+}
+
+// MachineID returns the leased machine ID. If the Holder holds no lease,
+// it takes the lowest free ID in its range and then renews the lease in
+// the background until Release. It waits for the store at most until ctx's
+// deadline or, if ctx has none, the call timeout. It returns an error
+// wrapping [ErrExhausted] if every ID in the range is held, [ErrReleased]
+// if Release cut it short, ctx's error, or the store's error.
+func (h *Holder) MachineID(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, fmt.Errorf("%s: no machine ID taken: %w", h.name, err)
+	}
+	select {
+	case h.turn <- struct{}{}:
+	case <-ctx.Done():
+		return -1, fmt.Errorf("%s: waiting for the call to the store in flight: %w", h.name, ctx.Err())
+	}
+	defer func() { <-h.turn }()
+	h.mu.Lock()
+	if h.lease.Held && h.sess != nil {
+		id := h.lease.ID
+		h.mu.Unlock()
+		return id, nil
+	}
+	s := h.sess
+	if s == nil {
+		s = newSession()
+		h.sess = s
+	}
+	h.mu.Unlock()
+
+	timeout := h.cfg.callTimeout
+	if d, ok := ctx.Deadline(); ok {
+		// No lease is at stake yet, so the caller's deadline (the
+		// generator's acquire timeout) may be the longer one.
+		timeout = time.Until(d)
+	}
+	if err := h.take(ctx, s, timeout); err != nil {
+		return -1, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != s {
+		return -1, h.releasedErr() // Release frees what was just taken
+	}
+	if !s.running {
+		s.running = true
+		go h.run(s)
+	}
+	return h.lease.ID, nil
+}
+
+func newSession() *session {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	s := &session{token: hex.EncodeToString(b[:]), id: -1, stopped: make(chan struct{}), released: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Release stops renewing and gives the lease up: the ID is free at once,
+// and watchers see a lease that is not held, with an Err wrapping
+// [ErrReleased]. If issued is not the zero Time, the ID's mark comes down
+// to issued, or to the mark this holding inherited if that is later; the
+// zero Time keeps the confirmed mark. A later MachineID takes a lease
+// again, with a new token.
+//
+// Release waits at most the call timeout for a call in flight to end, and
+// as long again for its own; a Holder that never called the store does not
+// call it now. It returns the store's error, wrapped; the lease then runs
+// out in the store after its TTL, and its mark stays. It is safe to call
+// more than once: a call while nothing is held returns the last release's
+// result. Watchers must not call it from their callback.
+func (h *Holder) Release(issued time.Time) error {
+	h.mu.Lock()
+	s := h.sess
+	if s == nil {
+		last := h.last
+		h.mu.Unlock()
+		if last == nil {
+			return nil
+		}
+		<-last.released
+		return last.releaseErr
+	}
+	h.sess, h.last = nil, s
+	h.owned = false
+	h.expiry.Stop()
+	id, after, running, unsure := s.id, h.lease.After, s.running, s.unsure
+	h.setLocked(Lease{ID: h.lease.ID, Err: h.releasedErr()})
+	h.mu.Unlock()
+	h.notify()
+	defer close(s.released)
+
+	s.cancel() // ends the call in flight, which must return soon after
+	wait := time.NewTimer(h.cfg.callTimeout)
+	defer wait.Stop()
+	if running {
+		select {
+		case <-s.stopped:
+		case <-wait.C:
+			s.releaseErr = h.stuck(id)
+			return s.releaseErr
+		}
+	}
+	select {
+	case h.turn <- struct{}{}:
+		defer func() { <-h.turn }()
+	case <-wait.C:
+		s.releaseErr = h.stuck(id)
+		return s.releaseErr
+	}
+	h.mu.Lock()
+	id, unsure = s.id, s.unsure // a MachineID in flight may have changed them
+	h.mu.Unlock()
+	if id < 0 && !unsure {
+		return nil // the store never granted this token anything
+	}
+	if unsure {
+		id, issued = -1, time.Time{} // issued is about s.id, not what else the token may hold
+	} else if !issued.IsZero() && issued.Before(after) {
+		issued = after
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.callTimeout)
+	defer cancel()
+	// On a goroutine, so that a store that does not honour ctx cannot make
+	// Release wait past the timeout: Release is on every stop's path.
+	done := make(chan error, 1)
+	c := h.claim(s)
+	go func() { done <- h.store.Release(ctx, c, id, issued) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(h.cfg.callTimeout / 10):
+			s.releaseErr = h.stuck(id)
+			return s.releaseErr
+		}
+	}
+	if err != nil {
+		what := fmt.Sprintf("machine ID %d", id)
+		if id < 0 {
+			what = "whatever an unanswered take got"
+		}
+		s.releaseErr = h.explain(ctx, h.cfg.callTimeout, "releasing "+what, err)
+	}
+	return s.releaseErr
+}
+
+// stuck is Release's error when a call to the store does not end within
+// the call timeout of its context's end.
+func (h *Holder) stuck(id int64) error {
+	return fmt.Errorf("%s: releasing machine ID %d: a call to the store still runs %v after it was cut short; the lease runs out in the store after its TTL (%v)",
+		h.name, id, h.cfg.callTimeout, h.cfg.ttl)
+}
+
+// releasedErr is the error of a lease given up, and of a call cut short by
+// the release.
+func (h *Holder) releasedErr() error {
+	return fmt.Errorf("%w: %s: Release was called", ErrReleased, h.name)
+}
+
+// Lease returns the current lease, as watchers were last told or are about
+// to be. Its ID is -1 before the first lease.
+func (h *Holder) Lease() Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease
+}
+
+// Watch calls fn with the current lease before returning, and again after
+// every change (taken, renewed with a later mark, lost with its cause,
+// released) until stop is called. Calls to fn do not overlap, and each
+// gets the lease as it is at that moment, so a watcher always ends with the
+// latest state, though it may hear of one state twice. fn must not block,
+// and must not call Watch, stop or Release. stop is safe to call more than
+// once.
+func (h *Holder) Watch(fn func(Lease)) (stop func()) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	n := h.nextW
+	h.nextW++
+	h.watchers[n] = fn
+	fn(h.Lease())
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.wmu.Lock()
+			delete(h.watchers, n)
+			h.wmu.Unlock()
+		})
+	}
+}
+
+// notify delivers the current lease to every watcher.
+func (h *Holder) notify() {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	lease := h.Lease()
+	for _, fn := range h.watchers {
+		fn(lease)
+	}
+}
+
+// claim is what every call of s asks of the store.
+func (h *Holder) claim(s *session) Claim {
+	return Claim{
+		Token:  s.token,
+		Lo:     h.cfg.lo,
+		Hi:     h.cfg.hi,
+		TTL:    h.cfg.ttl,
+		Margin: h.cfg.margin,
+		Until:  h.cfg.clock().Add(h.cfg.ttl),
+	}
+}

@@ -1,0 +1,261 @@
+package machineid_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
+	"github.com/ringflake/ringflake/machineid/machineidtest"
+)
+
+// memLimits are the bounds a memStore's Holders take.
+var memLimits = machineid.Limits{Name: "memstore", MaxIDs: 1 << 16}
+
+type memSettings struct{ prefix string }
+
+func withPrefix(p string) machineid.Option {
+	return machineid.StoreOption("memstore.WithPrefix", func(s *memSettings) { s.prefix = p })
+}
+
+// newHolder returns a Holder on a client of its own to s.
+func newHolder(t *testing.T, s *memStore, opts ...machineid.Option) (*machineid.Holder, *memClient) {
+	t.Helper()
+	c := newMemClient(s)
+	var set memSettings
+	h, err := machineid.NewHolder(c, &set, memLimits, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { close(c.unstick); c.hang.Store(false); _ = h.Release(time.Time{}) })
+	return h, c
+}
+
+// TestHolderConformance runs the conformance suite against Holders on the
+// in-memory store, with a restart that keeps its data and one that drops
+// it.
+func TestHolderConformance(t *testing.T) {
+	t.Parallel()
+	for _, keeps := range []bool{true, false} {
+		t.Run(map[bool]string{true: "keeps data", false: "drops data"}[keeps], func(t *testing.T) {
+			t.Parallel()
+			s := newMemStore(keeps)
+			var mu sync.Mutex
+			clients := map[machineid.Leaser]*memClient{}
+			machineidtest.Run(t, machineidtest.Harness{
+				NewLeaser: func(t *testing.T, lo, hi int64, ttl time.Duration) (machineid.Leaser, error) {
+					c := newMemClient(s)
+					var set memSettings
+					h, err := machineid.NewHolder(c, &set, memLimits, machineid.WithRange(lo, hi), machineid.WithTTL(ttl))
+					if err != nil {
+						return nil, err
+					}
+					mu.Lock()
+					clients[h] = c
+					mu.Unlock()
+					t.Cleanup(func() { _ = h.Release(time.Time{}) })
+					return h, nil
+				},
+				Abandon: func(l machineid.Leaser) {
+					mu.Lock()
+					defer mu.Unlock()
+					clients[l].cut.Store(true)
+				},
+				Restart:   func(*testing.T) { s.restart() },
+				KeepsData: keeps,
+				TTL:       time.Second,
+			})
+		})
+	}
+}
+
+// TestNewHolderOptions checks the meaning of zero, the bounds, a store's
+// own option, and one of another store's.
+func TestNewHolderOptions(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	for _, tt := range []struct {
+		name string
+		lim  machineid.Limits
+		opts []machineid.Option
+		want string // in the error; "" for none
+	}{
+		{"zero means the defaults", memLimits, []machineid.Option{machineid.WithTTL(0), machineid.WithSafetyMargin(0), machineid.WithCallTimeout(0), machineid.WithClock(nil), nil}, ""},
+		{"TTL at the store's minimum", machineid.Limits{Name: "x", MinTTL: time.Second}, []machineid.Option{machineid.WithTTL(time.Second)}, ""},
+		{"TTL below the store's minimum", machineid.Limits{Name: "x", MinTTL: time.Second}, []machineid.Option{machineid.WithTTL(999 * time.Millisecond)}, "x: TTL = 999ms; valid: 1s..1h0m0s"},
+		{"TTL above the Holder's maximum", memLimits, []machineid.Option{machineid.WithTTL(time.Hour + 1)}, "valid: 100ms..1h0m0s"},
+		{"TTL off the store's step", machineid.Limits{Name: "x", TTLStep: time.Second}, []machineid.Option{machineid.WithTTL(1500 * time.Millisecond)}, "a whole number of 1s"},
+		{"negative TTL", memLimits, []machineid.Option{machineid.WithTTL(-time.Second)}, "TTL = -1s"},
+		{"margin of half the TTL", memLimits, []machineid.Option{machineid.WithTTL(time.Second), machineid.WithSafetyMargin(500 * time.Millisecond)}, "safety margin = 500ms"},
+		{"negative margin", memLimits, []machineid.Option{machineid.WithSafetyMargin(-1)}, "safety margin = -1ns"},
+		{"call timeout above TTL/3", memLimits, []machineid.Option{machineid.WithTTL(3 * time.Second), machineid.WithCallTimeout(time.Second + 1)}, "call timeout = 1.000000001s; valid: 1ms..1s (TTL/3)"},
+		{"range lo above hi", memLimits, []machineid.Option{machineid.WithRange(5, 4)}, "range = 5..4"},
+		{"negative lo", memLimits, []machineid.Option{machineid.WithRange(-1, 4)}, "range = -1..4"},
+		{"hi past the store's maximum", machineid.Limits{Name: "x", MaxID: 99}, []machineid.Option{machineid.WithRange(0, 100)}, "0 <= lo <= hi <= 99"},
+		{"range larger than the store allows", machineid.Limits{Name: "x", MaxIDs: 10}, []machineid.Option{machineid.WithRange(0, 10)}, "at most 10 IDs"},
+		{"the store's own option", memLimits, []machineid.Option{withPrefix("p")}, ""},
+		{"another store's option", memLimits, []machineid.Option{machineid.StoreOption("other.WithTable", func(*struct{ table string }) {})}, "option = other.WithTable"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var set memSettings
+			h, err := machineid.NewHolder(newMemClient(s), &set, tt.lim, tt.opts...)
+			if tt.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, int64(-1), h.Lease().ID, "a new Holder's lease")
+				return
+			}
+			require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	var set memSettings
+	_, err := machineid.NewHolder(newMemClient(s), &set, memLimits, withPrefix("ids:"))
+	require.NoError(t, err)
+	assert.Equal(t, "ids:", set.prefix, "the store's own option applied to its settings")
+	_, err = machineid.NewHolder[memSettings](nil, &set, memLimits)
+	assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, "a nil store")
+}
+
+// TestHolderStaleCause checks that a lease that is not held reports the
+// latest call's cause, even when only the cause changed: first the store
+// cannot be reached, then every ID is held by others.
+func TestHolderStaleCause(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	ttl := 300 * time.Millisecond
+	h, c := newHolder(t, s, machineid.WithRange(0, 0), machineid.WithTTL(ttl))
+	_, err := h.MachineID(context.Background())
+	require.NoError(t, err)
+	causes := make(chan error, 100)
+	stop := h.Watch(func(l machineid.Lease) {
+		if !l.Held && l.Err != nil {
+			causes <- l.Err
+		}
+	})
+	defer stop()
+	c.cut.Store(true)
+	waitFor(t, causes, "the cut client's loss", func(err error) bool { return errors.Is(err, errCut) && errors.Is(err, machineid.ErrLeaseLost) })
+	// Another holder takes the ID once the lease expired in the store.
+	other, _ := newHolder(t, s, machineid.WithRange(0, 0), machineid.WithTTL(ttl))
+	require.Eventually(t, func() bool { _, err := other.MachineID(context.Background()); return err == nil }, 10*ttl, ttl/10)
+	c.cut.Store(false)
+	waitFor(t, causes, "every ID held by others", func(err error) bool { return errors.Is(err, machineid.ErrExhausted) })
+	assert.ErrorIs(t, h.Lease().Err, machineid.ErrExhausted, "Lease().Err")
+}
+
+// waitFor reads causes until one satisfies ok, failing t after a while.
+func waitFor(t *testing.T, causes <-chan error, what string, ok func(error) bool) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case err := <-causes:
+			if ok(err) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no lease reported %s within 30s", what)
+		}
+	}
+}
+
+// TestHolderReleaseBounded checks that Release returns within about two
+// call timeouts when the store hangs: first a store that honours its
+// context, then one that ignores it, which Release gives up on with an
+// error that says the lease runs out in the store.
+func TestHolderReleaseBounded(t *testing.T) {
+	t.Parallel()
+	for _, ignores := range []bool{false, true} {
+		t.Run(map[bool]string{false: "honours context", true: "ignores context"}[ignores], func(t *testing.T) {
+			t.Parallel()
+			s := newMemStore(true)
+			h, c := newHolder(t, s, machineid.WithTTL(3*time.Second), machineid.WithCallTimeout(200*time.Millisecond))
+			_, err := h.MachineID(context.Background())
+			require.NoError(t, err)
+			if ignores {
+				c.stuck.Store(true)
+			} else {
+				c.hang.Store(true)
+			}
+			err = h.Release(time.Now())
+			if ignores {
+				require.ErrorContains(t, err, "the lease runs out in the store after its TTL")
+			} else {
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				assert.ErrorContains(t, err, "releasing machine ID 0: no answer within 200ms")
+			}
+			assert.ErrorIs(t, h.Lease().Err, machineid.ErrReleased, "the lease after Release")
+			assert.False(t, h.Lease().Held)
+			assert.Equal(t, err, h.Release(time.Time{}), "a second Release returns the first one's result")
+		})
+	}
+}
+
+// TestHolderReuseAfterRelease checks that MachineID after Release takes a
+// lease again, under a new token, and that the released ID's mark came
+// down to what was issued.
+func TestHolderReuseAfterRelease(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	h, _ := newHolder(t, s, machineid.WithRange(3, 3))
+	id, err := h.MachineID(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(3), id)
+	issued := time.Now().Round(0)
+	require.NoError(t, h.Release(issued))
+	id, err = h.MachineID(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), id, "the ID taken again")
+	l := h.Lease()
+	assert.True(t, l.Held)
+	assert.True(t, l.After.Equal(issued), "After = %v; want the issued time %v", l.After, issued)
+}
+
+// TestHolderUnseenOutage checks the outage a lease rides out: the store
+// refuses every call from just before a renewal is due, the worst moment,
+// for well under 2·TTL/3 − margin − TTL/10, and the lease stays held
+// throughout; an outage of two TTLs is seen.
+func TestHolderUnseenOutage(t *testing.T) {
+	t.Parallel()
+	ttl := 3 * time.Second
+	margin := ttl / 5
+	s := newMemStore(true)
+	h, c := newHolder(t, s, machineid.WithTTL(ttl), machineid.WithSafetyMargin(margin))
+	_, err := h.MachineID(context.Background())
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var drops int
+	stop := h.Watch(func(l machineid.Lease) {
+		if !l.Held {
+			mu.Lock()
+			drops++
+			mu.Unlock()
+		}
+	})
+	defer stop()
+	// renewed waits for a renewal to be confirmed and returns when.
+	renewed := func() time.Time {
+		before := h.Lease().Until
+		require.Eventually(t, func() bool { return h.Lease().Until.After(before) }, 2*ttl, time.Millisecond)
+		return time.Now()
+	}
+	start := renewed().Add(ttl/3 - 50*time.Millisecond)
+	time.Sleep(time.Until(start))
+	c.cut.Store(true)
+	// A bound of 2·TTL/3 − margin − TTL/10 = 1.1s for refused calls, with
+	// 400ms to spare for a busy machine.
+	time.Sleep(2*ttl/3 - margin - ttl/10 - 400*time.Millisecond)
+	c.cut.Store(false)
+	renewed()
+	mu.Lock()
+	assert.Zero(t, drops, "the lease was seen lost in an outage of %v", time.Since(start))
+	mu.Unlock()
+	c.cut.Store(true)
+	require.Eventually(t, func() bool { return !h.Lease().Held }, 2*ttl, time.Millisecond, "an outage of two TTLs must be seen")
+	assert.ErrorIs(t, h.Lease().Err, errCut, "the loss's cause")
+	c.cut.Store(false)
+}

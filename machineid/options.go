@@ -1,0 +1,147 @@
+package machineid
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ringflake/ringflake/internal/sentinel"
+)
+
+// An Option configures a [Holder]. The options in this package mean the
+// same in every store; a store's own, such as a key prefix, are in its
+// package. A nil Option is ignored. Zero, for every duration, means the
+// default.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// The Holder's own bounds; a store may narrow them ([Limits]).
+const (
+	defaultTTL  = 10 * time.Second
+	minTTL      = 100 * time.Millisecond
+	maxTTL      = time.Hour
+	minDuration = time.Millisecond // of the margin and the call timeout
+	maxCallTime = 2 * time.Second  // the default call timeout's ceiling
+)
+
+type config struct {
+	lo, hi      int64
+	ttl         time.Duration
+	margin      time.Duration
+	callTimeout time.Duration
+	clock       func() time.Time
+	store       []storeOption // applied by NewHolder to the store's settings
+}
+
+// WithRange sets the machine IDs to take, lo..hi inclusive, with
+// 0 <= lo <= hi; hi is usually the generator's Layout.MaxMachine. The
+// default is 0..1023, the default layout's IDs. A store may bound the
+// range further (see its Limits).
+func WithRange(lo, hi int64) Option {
+	return optionFunc(func(c *config) { c.lo, c.hi = lo, hi })
+}
+
+// WithTTL sets how long the store keeps a lease without a renewal, within
+// 100ms..1h and the store's own bounds; 0 means the default, 10s. Renewals
+// run every TTL/3. The TTL is how long a crashed holder's ID stays taken,
+// and how far ahead of the clock the mark is raised. A store outage of up to
+// 2·TTL/3 − safety margin − max(TTL/10, call timeout) goes unseen (2.67s
+// at the defaults); a longer one may stop the generator until a renewal
+// succeeds. A longer TTL rides out a longer outage.
+func WithTTL(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.ttl = d })
+}
+
+// WithSafetyMargin sets how long before its lease could expire in the store
+// the Holder stops vouching for it: the lease is held until the send time
+// of the last confirmed call plus the TTL less the margin, on the holder's
+// monotonic clock. It covers a difference between the holder's and the
+// store's clock rates and the delay before a generator hears of the loss.
+// It must be at least 1ms, since none would cover nothing, and below
+// TTL/2; 0 means the default, TTL/5.
+func WithSafetyMargin(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.margin = d })
+}
+
+// WithCallTimeout bounds each call to the store that the Holder makes on
+// its own: renewals, takes after a loss, and the release. It must be
+// 1ms..TTL/3, so that a renewal that times out leaves time to retry before
+// the lease's deadline; 0 means the default, min(TTL/3, 2s). MachineID's
+// call is bounded by its context's deadline instead, when it has one.
+func WithCallTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.callTimeout = d })
+}
+
+// WithClock sets the clock the marks are read from. Give it the
+// generator's clock (ringflake.WithClock), so that the marks are in the
+// time the generator issues in. It must be safe for concurrent use. nil,
+// the default, is time.Now. Expiry never uses it: the store judges its
+// leases' expiry, and the holder's monotonic clock its own deadline.
+func WithClock(clock func() time.Time) Option {
+	return optionFunc(func(c *config) { c.clock = clock })
+}
+
+// StoreOption returns an Option that sets one of a store's own settings,
+// of type S, for stores written on [Holder]; name, such as
+// "machineid_redis.WithPrefix", is what an error says when the Option is
+// given to another store. Users of a store need not call it: the store's
+// package has its options ready made.
+func StoreOption[S any](name string, set func(*S)) Option {
+	return optionFunc(func(c *config) { c.store = append(c.store, storeOption{name, set}) })
+}
+
+type storeOption struct {
+	name string
+	set  any // a func(*S)
+}
+
+// validate fills in the defaults and returns an error wrapping
+// ringflake.ErrInvalidConfig for the first value out of its range: the
+// Holder's own, narrowed by lim.
+func (c *config) validate(lim Limits) error {
+	if c.ttl == 0 {
+		c.ttl = defaultTTL
+	}
+	if c.margin == 0 {
+		c.margin = c.ttl / 5
+	}
+	if c.callTimeout == 0 {
+		c.callTimeout = min(c.ttl/3, maxCallTime)
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	loTTL, hiTTL := max(minTTL, lim.MinTTL), maxTTL
+	if lim.MaxTTL > 0 {
+		hiTTL = min(hiTTL, lim.MaxTTL)
+	}
+	maxID := lim.MaxID
+	if maxID <= 0 {
+		maxID = 1<<63 - 1
+	}
+	switch {
+	case c.lo < 0 || c.lo > c.hi || c.hi > maxID:
+		return invalid(lim, "range", fmt.Sprintf("%d..%d", c.lo, c.hi), fmt.Sprintf("lo..hi with 0 <= lo <= hi <= %d", maxID))
+	case lim.MaxIDs > 0 && c.hi-c.lo >= lim.MaxIDs:
+		return invalid(lim, "range", fmt.Sprintf("%d..%d (%d IDs)", c.lo, c.hi, c.hi-c.lo+1), fmt.Sprintf("at most %d IDs", lim.MaxIDs))
+	case c.ttl < loTTL || c.ttl > hiTTL:
+		return invalid(lim, "TTL", c.ttl, fmt.Sprintf("%v..%v", loTTL, hiTTL))
+	case lim.TTLStep > 0 && c.ttl%lim.TTLStep != 0:
+		return invalid(lim, "TTL", c.ttl, fmt.Sprintf("a whole number of %v", lim.TTLStep))
+	case c.margin < minDuration || c.margin >= c.ttl/2:
+		return invalid(lim, "safety margin", c.margin, fmt.Sprintf("%v up to, not including, TTL/2 = %v", minDuration, c.ttl/2))
+	case c.callTimeout < minDuration || c.callTimeout > c.ttl/3:
+		return invalid(lim, "call timeout", c.callTimeout, fmt.Sprintf("%v..%v (TTL/3)", minDuration, c.ttl/3))
+	}
+	return nil
+}
+
+// invalid returns an error wrapping ringflake.ErrInvalidConfig that names
+// the setting, its value and what is valid.
+func invalid(lim Limits, name string, value any, valid string) error {
+	return fmt.Errorf("%w: %s: %s = %v; valid: %s", sentinel.InvalidConfig, lim.Name, name, value, valid)
+}

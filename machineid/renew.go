@@ -1,0 +1,259 @@
+package machineid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The lease's life, as the Holder judges it. A call sent at t that the
+// store confirms proves the lease until t + TTL on the store's judge of
+// time, which starts counting no sooner than t; the Holder vouches for it
+// until t + TTL − margin on its own monotonic clock (the deadline), so the
+// margin covers the two clocks' difference in rate and a watcher's delay.
+// Held turns false at the deadline unless a later confirmed call moved it,
+// and at once when the store says the lease is another's.
+
+// take asks the store for the lowest free ID and records the lease. The
+// caller holds h.turn.
+func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) error {
+	c := h.claim(s)
+	h.mu.Lock()
+	s.unsure = true
+	h.mu.Unlock()
+	sent := time.Now() // before the call: the store's TTL starts later
+	var g Grant
+	err := h.call(ctx, s, timeout, "taking a machine ID", func(ctx context.Context) (err error) {
+		g, err = h.store.Take(ctx, c)
+		return err
+	})
+	if err == nil && (g.ID < c.Lo || g.ID > c.Hi) {
+		err = fmt.Errorf("%s: taking a machine ID: the store granted %d, outside the range %d..%d", h.name, g.ID, c.Lo, c.Hi)
+	}
+	if err != nil {
+		return h.failed(s, err)
+	}
+	h.confirm(s, g, sent, true)
+	return nil
+}
+
+// renew extends s's lease once. It returns an error wrapping ErrLeaseLost
+// if the store says the token no longer holds the ID. The caller holds
+// h.turn.
+func (h *Holder) renew(ctx context.Context, s *session) error {
+	h.mu.Lock()
+	id := h.lease.ID
+	h.mu.Unlock()
+	c := h.claim(s)
+	sent := time.Now()
+	var g Grant
+	err := h.call(ctx, s, h.cfg.callTimeout, fmt.Sprintf("renewing machine ID %d", id), func(ctx context.Context) (err error) {
+		g, err = h.store.Renew(ctx, c, id)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		h.mu.Lock()
+		changed := false
+		if h.sess == s {
+			h.owned, h.lastErr = false, nil
+			s.id = -1
+			changed = h.setLocked(Lease{ID: id, Err: err})
+		}
+		h.mu.Unlock()
+		if changed {
+			h.notify()
+		}
+		return err
+	case err == nil && g.ID != id:
+		err = fmt.Errorf("%s: renewing machine ID %d: the store answered for machine ID %d", h.name, id, g.ID)
+	}
+	if err != nil {
+		return h.failed(s, err)
+	}
+	h.confirm(s, g, sent, false)
+	return nil
+}
+
+// call runs fn, one call to the store, with a context that ends after
+// timeout, when ctx ends, or when s is released, and explains its error.
+func (h *Holder) call(ctx context.Context, s *session, timeout time.Duration, doing string, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
+	err := fn(ctx)
+	if err != nil && s.ctx.Err() != nil {
+		return fmt.Errorf("%w (%s cut short)", h.releasedErr(), doing)
+	}
+	if err != nil {
+		return h.explain(ctx, timeout, doing, err)
+	}
+	return nil
+}
+
+// explain wraps the error of a call made with ctx, bounded by timeout,
+// with what the call was doing and, if it ran out of time, how long it had.
+func (h *Holder) explain(ctx context.Context, timeout time.Duration, doing string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %s: no answer within %v: %w", h.name, doing, timeout.Round(time.Millisecond), err)
+	}
+	return fmt.Errorf("%s: %s: %w", h.name, doing, err)
+}
+
+// confirm records a lease the store confirmed for a call sent at sent. A
+// Take (fresh) sets After to the grant's; a renewal keeps it, and never
+// lowers Until.
+func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool) {
+	deadline := sent.Add(h.cfg.ttl - h.cfg.margin)
+	h.mu.Lock()
+	if h.sess != s {
+		h.mu.Unlock()
+		return // released meanwhile; Release frees the token's lease
+	}
+	next := Lease{ID: g.ID, Held: true, After: h.lease.After, Until: g.Until}
+	if fresh {
+		next.After = g.After
+	} else if h.lease.Until.After(next.Until) {
+		next.Until = h.lease.Until
+	}
+	s.id, s.unsure = g.ID, false
+	h.owned, h.deadline, h.lastErr = true, deadline, nil
+	if left := time.Until(deadline); left > 0 {
+		h.expiry.Reset(left)
+	} else {
+		// The answer came too late to vouch for anything; the next
+		// renewal, sooner, may.
+		next.Held = false
+		next.Err = fmt.Errorf("%w: %s: the store's answer for machine ID %d came %v after the call, past the lease's deadline (TTL %v − safety margin %v)",
+			ErrLeaseLost, h.name, g.ID, time.Since(sent).Round(time.Millisecond), h.cfg.ttl, h.cfg.margin)
+	}
+	changed := h.setLocked(next)
+	h.mu.Unlock()
+	if changed {
+		h.notify()
+	}
+}
+
+// failed records err as the latest failure of s's calls and returns it. A
+// lease still held stays held until its deadline; one that is not held
+// reports err as its cause.
+func (h *Holder) failed(s *session, err error) error {
+	h.mu.Lock()
+	changed := false
+	if h.sess == s {
+		h.lastErr = err
+		if !h.lease.Held {
+			next := h.lease
+			next.Err = err
+			if h.owned {
+				next.Err = h.lapsed(next.ID, err)
+			}
+			changed = h.setLocked(next)
+		}
+	}
+	h.mu.Unlock()
+	if changed {
+		h.notify()
+	}
+	return err
+}
+
+// lapsed is the cause of a lease whose deadline passed with no renewal
+// confirmed; cause is the latest failed call's error, or nil.
+func (h *Holder) lapsed(id int64, cause error) error {
+	err := fmt.Errorf("%w: %s: no renewal of machine ID %d was confirmed within TTL %v − safety margin %v of the last",
+		ErrLeaseLost, h.name, id, h.cfg.ttl, h.cfg.margin)
+	if cause != nil {
+		err = fmt.Errorf("%w; the latest call: %w", err, cause)
+	}
+	return err
+}
+
+// expire runs at the deadline: unless a renewal moved it on, the lease can
+// no longer be proven, since the store may let it go from then on (less
+// the margin), so watchers must stop issuing.
+func (h *Holder) expire() {
+	h.mu.Lock()
+	changed := false
+	if h.lease.Held {
+		if left := time.Until(h.deadline); left > 0 {
+			h.expiry.Reset(left)
+		} else {
+			next := h.lease
+			next.Held = false
+			next.Err = h.lapsed(next.ID, h.lastErr)
+			changed = h.setLocked(next)
+		}
+	}
+	h.mu.Unlock()
+	if changed {
+		h.notify()
+	}
+}
+
+// run renews s's lease every TTL/3 until Release, and takes one again
+// when it is lost. After a failed call it tries again sooner: TTL/10 after
+// the failed call began, or at once if it took longer (it timed out), so
+// that a renewal follows the end of an outage within the longer of TTL/10
+// and the call timeout. A lease therefore rides out an outage of up to
+// 2·TTL/3 − margin − max(TTL/10, call timeout): the outage may begin just
+// before a renewal is due, TTL/3 into the TTL − margin the last one
+// proved.
+func (h *Holder) run(s *session) {
+	defer close(s.stopped)
+	every, retry := h.cfg.ttl/3, h.cfg.ttl/10
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		began := time.Now()
+		next := every
+		if h.refresh(s) != nil {
+			next = max(retry-time.Since(began), 0)
+		}
+		t.Reset(next)
+	}
+}
+
+// refresh renews s's lease, or takes one if the token holds none.
+func (h *Holder) refresh(s *session) error {
+	select {
+	case h.turn <- struct{}{}:
+	case <-s.ctx.Done():
+		return h.releasedErr()
+	}
+	defer func() { <-h.turn }()
+	h.mu.Lock()
+	owned := h.owned
+	h.mu.Unlock()
+	if owned {
+		err := h.renew(s.ctx, s)
+		if !errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+	}
+	return h.take(s.ctx, s, h.cfg.callTimeout)
+}
+
+// setLocked replaces the lease and reports whether watchers must hear of
+// it. Errors compare by message: a retry that fails the same way is no
+// news, and one that fails another way is. The caller holds h.mu.
+func (h *Holder) setLocked(next Lease) bool {
+	old := h.lease
+	h.lease = next
+	return old.ID != next.ID || old.Held != next.Held ||
+		!old.After.Equal(next.After) || !old.Until.Equal(next.Until) ||
+		errText(old.Err) != errText(next.Err)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,104 @@
+package machineid
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the part of a lease store that differs from one store to the
+// next: how to take, renew and free a machine ID's lease, and where its
+// mark lives. A [Holder] does the rest, the same for every store: the
+// lease's state and its expiry on the holder's monotonic clock, the
+// renewals, the call timeouts, the release and the watchers. Packages
+// machineid_redis, machineid_etcd, machineid_postgres, machineid_k8s and
+// machinefile are Stores behind a Holder; write another the same way and
+// test it with package machineidtest.
+//
+// A Holder makes one call at a time, and each gets a context that ends at
+// the call timeout or when Release begins; a call must return soon after
+// its context is done. A call whose answer was lost (a timeout, a broken
+// connection) may still have taken effect, so each must be idempotent for
+// its token: the next call finds the effect and carries on from it.
+//
+// Uniqueness rests on a Store keeping three promises, for the holding
+// whose token is c.Token:
+//   - Take and Renew grant an ID only while no other token can hold it in
+//     the store: until at least the moment the call was sent plus c.TTL,
+//     by the store's own judge of time (a server's TTL, a database's
+//     clock, an observer's monotonic clock, a file lock).
+//   - The Until of a Grant is recorded in the store, at or past the mark
+//     proposed in c.Until, before the call returns.
+//   - A Take's After is at or past every Until recorded for the ID by
+//     anyone before (or, after Release with an issued time, at or past
+//     that time and the released holding's After).
+type Store interface {
+	// Take leases the lowest free machine ID in c.Lo..c.Hi to c.Token,
+	// preferring one the token already holds (the trace of a Take whose
+	// answer was lost), and raises the ID's mark to at least c.Until. It
+	// returns an error wrapping [ErrExhausted] when every ID in the range
+	// is held by another token.
+	Take(ctx context.Context, c Claim) (Grant, error)
+
+	// Renew extends c.Token's lease on id by c.TTL and raises its mark to
+	// at least c.Until. It returns an error wrapping [ErrLeaseLost] when
+	// the store says the token no longer holds id (its lease expired and
+	// was taken, or was deleted); any other error means the store could
+	// not be asked, and the lease may still be held.
+	Renew(ctx context.Context, c Claim, id int64) (Grant, error)
+
+	// Release frees what c.Token holds, id or, when id is -1 (a Take
+	// whose answer was lost), whatever it may hold. When issued is not the
+	// zero Time, the ID's mark comes down to issued, but never below the
+	// After the holding was given, which the Holder has already folded
+	// into issued; the zero Time keeps the mark. Only the token's own
+	// lease changes.
+	Release(ctx context.Context, c Claim, id int64, issued time.Time) error
+}
+
+// Claim is what a [Holder] asks of its [Store] in every call.
+type Claim struct {
+	// Token identifies the holding: random, and new for each stretch of
+	// holding from a Holder's first MachineID (or the first after a
+	// Release) to its Release.
+	Token string
+	// Lo and Hi bound the machine IDs to take, inclusive.
+	Lo, Hi int64
+	// TTL is how long the store keeps the lease without a renewal.
+	TTL time.Duration
+	// Margin is the holder's safety margin: a Store that judges expiry by
+	// observation (as Kubernetes leader election does) waits TTL + Margin
+	// of seeing a lease unchanged before it takes it over.
+	Margin time.Duration
+	// Until is the proposed mark, the Holder's clock plus TTL: the latest
+	// time the holder may issue with until its next renewal.
+	Until time.Time
+}
+
+// Grant is what a [Store] answers to Take and Renew.
+type Grant struct {
+	// ID is the machine ID held.
+	ID int64
+	// After is the mark the holding inherited (Take only; Renew's is
+	// ignored): the latest time any earlier holder of ID may have issued
+	// with, or the zero Time if none.
+	After time.Time
+	// Until is the mark now recorded for ID: at or past the Claim's Until.
+	Until time.Time
+}
+
+// Limits are what a [Store] imposes on the common options, stated the same
+// way in every store. A zero field imposes nothing beyond the Holder's own
+// bounds (see [WithTTL] and [WithRange]).
+type Limits struct {
+	// Name prefixes the Holder's messages, such as "machineid_redis".
+	Name string
+	// MinTTL and MaxTTL bound the TTL within the Holder's own 100ms..1h.
+	MinTTL, MaxTTL time.Duration
+	// TTLStep, if not zero, is a unit the TTL must be a whole number of
+	// (etcd counts lease TTLs in seconds).
+	TTLStep time.Duration
+	// MaxID is the largest machine ID the store can hold.
+	MaxID int64
+	// MaxIDs is the most IDs a range may have.
+	MaxIDs int64
+}
