@@ -49,7 +49,8 @@ type Generator struct {
 // cannot issue an ID at the generator's clock's time now (the epoch is
 // ahead of it, the layout's range has ended, or Tick is under 1µs), or the
 // machine ID source is a [machineid.Leaser] that a live generator already
-// uses. With a source it also returns the source's error, wrapped; one
+// uses. With a source it also returns the source's error, wrapped (a panic
+// in its MachineID comes back as such an error, naming the panic); one
 // wrapping [context.DeadlineExceeded] if the source did not answer within
 // the acquire timeout; and a [*ClockError] wrapping [ErrMarkAhead] if the
 // leased ID's inherited mark is further ahead of the clock than what is

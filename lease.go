@@ -86,6 +86,14 @@ func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
 		if err := claimLeaser(leaser); err != nil {
 			return err
 		}
+		// Until the generator's Close owns the claim, this call undoes
+		// it, on every way out, a panic in the leaser's Watch included.
+		// Not after Close: by then another New may have claimed l anew.
+		defer func() {
+			if g.leaser == nil {
+				inUse.Delete(leaser)
+			}
+		}()
 	}
 	id, err := acquire(src, leaser, timeout)
 	if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
@@ -95,18 +103,15 @@ func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
 		}
 	}
 	if err != nil {
-		if leased {
-			inUse.Delete(leaser)
-		}
 		return fmt.Errorf("ringflake: getting machine ID: %w", err)
 	}
 	if !leased {
 		g.state.Store(g.fixed(id))
 		return nil
 	}
-	g.leaser = leaser
 	g.state.Store(&machineState{machine: id, kind: pending, lease: machineid.Lease{ID: id}, changed: make(chan struct{})})
 	g.stopWatch = leaser.Watch(g.setLease)
+	g.leaser = leaser // from here on Close releases the lease and the claim
 	if err := g.awaitMark(deadline); err != nil {
 		_ = g.Close()
 		return err
@@ -122,8 +127,14 @@ const acquireGrace = 50 * time.Millisecond
 // acquire asks src for a machine ID with a context whose deadline is timeout
 // away. A source must honour its context; acquire enforces the bound all
 // the same, by asking on a goroutine and giving up timeout+acquireGrace
-// later. A leaser whose answer comes after that is released there. A panic
-// in src reaches the caller, as if src had been called directly.
+// later. A leaser whose answer comes after that is released there.
+//
+// A panic in src becomes an error that names src's type and the panic's
+// value (and wraps it, if it is an error). Passing the panic on would not
+// be "as if src had been called directly": src runs on acquire's goroutine,
+// whose stack is gone by then, so a re-panic would tell no more than the
+// error does, and it would take down a caller, such as a service starting
+// up, that can report a failed New and retry.
 func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duration) (int64, error) {
 	type answer struct {
 		id    int64
@@ -158,7 +169,7 @@ func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duratio
 				releaseWithin(leaser, time.Time{}, time.Now().Add(acquireGrace))
 			}
 			if a.panic != nil {
-				panic(a.panic)
+				a.err = sourcePanicked(src, a.panic)
 			}
 		}
 		return a.id, a.err
@@ -173,6 +184,14 @@ func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duratio
 // errSourceExited is the outcome of a source's call that neither returned
 // nor panicked: it called runtime.Goexit.
 var errSourceExited = errors.New("the machine ID source's call exited its goroutine (runtime.Goexit)")
+
+// sourcePanicked is the error for a source's call that panicked with p.
+func sourcePanicked(src machineid.Source, p any) error {
+	if err, ok := p.(error); ok {
+		return fmt.Errorf("the machine ID source (%T) panicked: %w", src, err)
+	}
+	return fmt.Errorf("the machine ID source (%T) panicked: %v", src, p)
+}
 
 // releaseWithin releases l and waits for that until deadline at the most;
 // a release still running then finishes in the background.

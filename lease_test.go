@@ -347,26 +347,101 @@ func (p panickyLeaser) MachineID(context.Context) (int64, error) {
 	panic("service failed")
 }
 
-// A service that panics makes New panic with its value, as a direct call
-// would, after its leaser is closed; one that exits its goroutine makes
-// New fail. Neither leaves the lease behind or New waiting.
+// A service that panics makes New fail with an error naming the panic's
+// value, after its leaser is closed; one that exits its goroutine makes
+// New fail. Neither leaves the lease behind or New waiting. A panic whose
+// value is an error is wrapped, so errors.Is finds it.
 func TestAcquireServicePanicsAndGoexits(t *testing.T) {
 	t.Parallel()
 	p := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Held: true})}
-	func() {
-		defer func() {
-			assert.Equal(t, "service failed", recover(), "New should pass the service's panic on")
-		}()
-		_, _ = ringflake.New(ringflake.WithMachineIDSource(p))
-		t.Error("New returned despite the service's panic")
-	}()
-	assert.Equal(t, 1, p.closeCount(), "the leaser is closed before the panic goes on")
+	_, pv, err := newRecovering(ringflake.WithMachineIDSource(p))
+	require.Nil(t, pv, "New should turn the service's panic into an error")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "panicked: service failed", "the error should carry the panic's value")
+	assert.Equal(t, 1, p.closeCount(), "the leaser is closed")
+
+	boom := errors.New("boom")
+	src := machineid.FromFunc(1023, func(context.Context) (int64, error) { panic(boom) })
+	_, pv, err = newRecovering(ringflake.WithMachineIDSource(src))
+	require.Nil(t, pv, "New should turn the source's panic into an error")
+	assert.ErrorIs(t, err, boom, "a panic with an error is wrapped")
 
 	x := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Held: true}), goexit: true}
-	_, err := ringflake.New(ringflake.WithMachineIDSource(x))
+	_, err = ringflake.New(ringflake.WithMachineIDSource(x))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "runtime.Goexit")
 	assert.Equal(t, 1, x.closeCount(), "the leaser is closed")
+}
+
+// onceBrokenLeaser is a fakeLeaser whose MachineID panics on its first
+// call and answers after that.
+type onceBrokenLeaser struct {
+	*fakeLeaser
+	calls *atomic.Int32
+}
+
+func (o onceBrokenLeaser) MachineID(ctx context.Context) (int64, error) {
+	if o.calls.Add(1) == 1 {
+		panic("store client not ready")
+	}
+	return o.fakeLeaser.MachineID(ctx)
+}
+
+// newRecovering calls New and recovers a panic from it, so that a test can
+// fail on a panic rather than crash.
+func newRecovering(opts ...ringflake.Option) (g *ringflake.Generator, panicked any, err error) {
+	defer func() { panicked = recover() }()
+	g, err = ringflake.New(opts...)
+	return g, nil, err
+}
+
+// A New whose source panics gives up its claim on the Leaser, whichever
+// way it ends: the next New with the same Leaser is not refused as in use.
+// The panic comes back as New's error, naming the source and the value.
+func TestPanickingSourceFreesItsLeaser(t *testing.T) {
+	t.Parallel()
+	o := onceBrokenLeaser{newFakeLeaser(machineid.Lease{ID: 2, Held: true}), new(atomic.Int32)}
+	_, p, err := newRecovering(ringflake.WithMachineIDSource(o))
+	assert.Nil(t, p, "New should not panic when its source does")
+	if assert.Error(t, err, "New with a source that panicked") {
+		assert.Contains(t, err.Error(), "ringflake_test.onceBrokenLeaser) panicked: store client not ready", "the error names the source and the panic")
+	}
+	assert.Equal(t, 1, o.closeCount(), "the Leaser is released: it may hold what it took before it panicked")
+
+	g, p, err := newRecovering(ringflake.WithMachineIDSource(o))
+	require.Nil(t, p, "the second New should not panic")
+	require.NoError(t, err, "the Leaser's claim should have been undone when the first New failed")
+	defer g.Close()
+	id, err := g.NextID()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), g.Layout().Decompose(id).Machine)
+}
+
+// watchPanicsLeaser is a fakeLeaser whose Watch panics on its first call.
+type watchPanicsLeaser struct {
+	*fakeLeaser
+	calls *atomic.Int32
+}
+
+func (w watchPanicsLeaser) Watch(fn func(machineid.Lease)) func() {
+	if w.calls.Add(1) == 1 {
+		panic("watch failed")
+	}
+	return w.fakeLeaser.Watch(fn)
+}
+
+// Watch is called on New's own goroutine, so its panic goes on to New's
+// caller as a direct call's would; the claim on the Leaser is undone all
+// the same.
+func TestPanickingWatchFreesItsLeaser(t *testing.T) {
+	t.Parallel()
+	w := watchPanicsLeaser{newFakeLeaser(machineid.Lease{ID: 4, Held: true}), new(atomic.Int32)}
+	_, p, _ := newRecovering(ringflake.WithMachineIDSource(w))
+	require.Equal(t, "watch failed", p, "Watch's panic reaches New's caller")
+	g, p, err := newRecovering(ringflake.WithMachineIDSource(w))
+	require.Nil(t, p)
+	require.NoError(t, err, "the Leaser's claim should have been undone when the first New panicked")
+	require.NoError(t, g.Close())
 }
 
 // slowLeaser answers after a delay, honouring nothing.
