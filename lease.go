@@ -211,68 +211,59 @@ func releaseWithin(l machineid.Leaser, issued time.Time, deadline time.Time) {
 
 // awaitMark waits, until deadline in real time, until the generator can
 // issue: the lease held, the clock past the mark it inherited and not past
-// the one confirmed. It returns a *ClockError wrapping ErrMarkAhead if the
-// inherited mark is further ahead than the deadline, or ErrLeaseLost if the
-// lease is not held, or not confirmed as far as the clock, by then.
+// the one confirmed. It plans each wait with plan, as NextID does, with
+// what is left of the acquire timeout in place of MaxWait. It returns a
+// *ClockError wrapping ErrMarkAhead if the inherited mark is further ahead
+// than the deadline, or ErrLeaseLost if the lease is not held, or not
+// confirmed as far as the clock, by then.
 func (g *Generator) awaitMark(deadline time.Time) error {
+	a := attempt{start: time.Now()}
+	budget := time.Until(deadline)
 	logged := false
 	for {
-		st := g.state.Load()
-		r, _ := g.read()
-		now := r.time()
-		switch st.kind {
-		case held:
-			tick := g.tickAt(now)
-			if tick > st.b.floor && tick <= st.b.ceil {
-				return nil
-			}
-			if tick > st.b.ceil {
-				// Past the confirmed mark, which can happen when the mark
-				// was confirmed no further than the one inherited: the
-				// next renewal raises it.
-				if !g.waitState(st, min(time.Until(deadline), leasePoll(g.layout.Tick))) && time.Now().After(deadline) {
-					return &ClockError{Err: ErrLeaseLost, Clock: now}
-				}
-				continue
-			}
-			mark := st.lease.After
-			ahead := mark.Sub(now)
-			if !logged {
-				logged = true
-				g.log(logMarkWait, slog.Int64("machine", st.machine), slog.Duration("by", ahead), slog.Time("until", mark))
-			}
-			if left := time.Until(deadline); ahead > left {
-				return &ClockError{Err: ErrMarkAhead, Clock: now, By: ahead}
-			}
-			g.waitState(st, min(ahead+time.Millisecond, leasePoll(g.layout.Tick)*10))
-		case closed:
-			return ErrClosed
-		default:
-			if !g.waitState(st, time.Until(deadline)) && time.Now().After(deadline) {
-				err := ErrLeaseLost
-				if st.lost != nil {
-					err = st.lost
-				}
-				return &ClockError{Err: err, Clock: now}
-			}
+		if err := g.look(&a); err != nil {
+			return err
 		}
+		a.st = g.state.Load()
+		if a.st.kind == closed {
+			return ErrClosed
+		}
+		if a.cs = a.st.standing(a.ticks); a.cs == claimed {
+			return nil
+		}
+		need, _, fail := g.plan(&a)
+		if a.cs == belowFloor && !logged {
+			logged = true
+			mark := a.st.lease.After
+			g.log(logMarkWait, slog.Int64("machine", a.st.machine), slog.Duration("by", mark.Sub(a.r.time())), slog.Time("until", mark))
+		}
+		// A lease report, or its mark raised, may come before the clock
+		// says so: for those, wait what is left rather than fail at once.
+		sleepFor, err := a.budget(budget, need, fail, a.cs != belowFloor)
+		if err != nil {
+			err.Clock = a.r.time()
+			return err
+		}
+		waitChange(a.st.changed, min(sleepFor, markRecheck))
 	}
 }
 
-// waitState waits at most d for st to be replaced, and reports whether it
-// was.
-func (g *Generator) waitState(st *machineState, d time.Duration) bool {
-	if d <= 0 {
-		return false
+// markRecheck bounds each of New's sleeps for the mark, so that a clock
+// put right while it waits (stepped forward) ends the wait soon.
+const markRecheck = 100 * time.Millisecond
+
+// standing says whether st lets a generator whose ring has issued nothing
+// issue at tick, as claim would judge it: claimed if so, else why not.
+func (st *machineState) standing(tick int64) claimStatus {
+	switch {
+	case st.kind != held:
+		return notHeld
+	case tick <= st.b.floor:
+		return belowFloor
+	case tick > st.b.ceil:
+		return aboveCeil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-st.changed:
-		return true
-	case <-t.C:
-		return false
-	}
+	return claimed
 }
 
 // setLease turns a lease report into the state that claims check.

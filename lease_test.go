@@ -522,6 +522,35 @@ func TestNewWaitsOutTheInheritedMark(t *testing.T) {
 	assert.Equal(t, int64(5), got[0]["machine"])
 }
 
+// New waits for an inherited mark by sleeping until the tick after it, as
+// NextID does, not by reading the clock over and over: with a 200 ms tick
+// and the clock inside the mark's tick but past the mark itself, the wait
+// once came out as zero or less, and New spun on the clock for the rest of
+// the tick. The clock here stands still until New has looked at it twice,
+// then moves to the next tick; a New that sleeps reads it a few times.
+func TestNewSleepsThroughTheMarksTick(t *testing.T) {
+	t.Parallel()
+	tick := 200 * time.Millisecond
+	l := ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: ringflake.DefaultLayout().Epoch, Tick: tick}
+	require.Zero(t, leaseStart.Sub(l.Epoch)%tick, "leaseStart should begin a tick")
+	clock := &countingClock{Clock: fakeclock.New(leaseStart.Add(tick / 2))}
+	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true, After: leaseStart.Add(tick / 4)})
+	go func() {
+		for clock.reads.Load() < 2 { // New's check of the layout, and its first look at the mark
+			time.Sleep(time.Millisecond)
+		}
+		clock.Set(leaseStart.Add(tick))
+	}()
+	g, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithLayout(l), ringflake.WithClock(clock.Now),
+		ringflake.WithMaxWait(0), ringflake.WithAcquireTimeout(time.Minute))
+	require.NoError(t, err)
+	defer g.Close()
+	assert.LessOrEqual(t, clock.reads.Load(), int64(10), "clock reads in New: one per sleep, not a spin")
+	id, err := g.NextID()
+	require.NoError(t, err, "the first call after New issues, even with MaxWait 0")
+	assert.Equal(t, leaseStart.Add(tick), g.Layout().Decompose(id).Time, "the ID's tick is the first after the mark's")
+}
+
 // A mark further ahead than the acquire timeout fails New at once with
 // ErrMarkAhead and the figures, and releases the lease.
 func TestNewFailsOnAMarkBeyondTheTimeout(t *testing.T) {

@@ -2,6 +2,7 @@ package ringflake
 
 import (
 	"cmp"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -127,12 +128,12 @@ func (g *Generator) plan(a *attempt) (need time.Duration, at int64, fail ClockEr
 		return need, 0, ClockError{Err: ErrMarkAhead, By: need}
 	case notHeld:
 		// Only a lease report can help, and it closes st.changed: wait for
-		// it for as long as MaxWait allows.
+		// it for as long as the budget allows.
 		err := ErrLeaseLost
 		if a.st.lost != nil {
 			err = a.st.lost
 		}
-		return g.maxWait, 0, ClockError{Err: err}
+		return math.MaxInt64, 0, ClockError{Err: err}
 	}
 	// aboveCeil: past the confirmed mark. A renewal raises it, and a clock
 	// stepping back can bring the tick under it, which no report
