@@ -52,10 +52,13 @@ type Generator struct {
 // uses. With a source it also returns the source's error, wrapped (a panic
 // in its MachineID comes back as such an error, naming the panic); one
 // wrapping [context.DeadlineExceeded] if the source did not answer within
-// the acquire timeout; and a [*ClockError] wrapping [ErrMarkAhead] if the
-// leased ID's inherited mark is further ahead of the clock than what is
-// left of the acquire timeout, or [ErrLeaseLost] if the lease was lost
-// before the generator could issue.
+// the acquire timeout; an error holding a [*ClockError] wrapping
+// [ErrMarkAhead], and naming the acquire timeout, if the clock cannot pass
+// the leased ID's inherited mark within what is left of it (at once, without
+// waiting, when the clock says so); and a [*ClockError] wrapping
+// [ErrLeaseLost] if the lease was lost before the generator could issue, or
+// [ErrClockBeforeEpoch] or [ErrTimeOverflow] if the clock left the layout's
+// range while New waited.
 func New(opts ...Option) (*Generator, error) {
 	c := defaultConfig()
 	for _, o := range opts {

@@ -112,7 +112,7 @@ func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
 	g.state.Store(&machineState{machine: id, kind: pending, lease: machineid.Lease{ID: id}, changed: make(chan struct{})})
 	g.stopWatch = leaser.Watch(g.setLease)
 	g.leaser = leaser // from here on Close releases the lease and the claim
-	if err := g.awaitMark(deadline); err != nil {
+	if err := g.awaitMark(deadline, timeout); err != nil {
 		_ = g.Close()
 		return err
 	}
@@ -212,12 +212,14 @@ func releaseWithin(l machineid.Leaser, issued time.Time, deadline time.Time) {
 // awaitMark waits, until deadline in real time, until the generator can
 // issue: the lease held, the clock past the mark it inherited and not past
 // the one confirmed. It plans each wait with plan, as NextID does, with
-// what is left of the acquire timeout in place of MaxWait. It returns a
-// *ClockError wrapping ErrMarkAhead if the inherited mark is further ahead
-// than the deadline, or ErrLeaseLost if the lease is not held, or not
+// what is left of the acquire timeout in place of MaxWait, and logs a wait
+// for the mark once it knows it will make it. It returns a *ClockError
+// wrapping ErrMarkAhead, wrapped in turn with the acquire timeout, if the
+// clock cannot pass the inherited mark by the deadline (at once if the
+// plan says so), or wrapping ErrLeaseLost if the lease is not held, or not
 // confirmed as far as the clock, by then.
-func (g *Generator) awaitMark(deadline time.Time) error {
-	a := attempt{start: time.Now()}
+func (g *Generator) awaitMark(deadline time.Time, timeout time.Duration) error {
+	var a attempt
 	budget := time.Until(deadline)
 	logged := false
 	for {
@@ -232,17 +234,20 @@ func (g *Generator) awaitMark(deadline time.Time) error {
 			return nil
 		}
 		need, _, fail := g.plan(&a)
-		if a.cs == belowFloor && !logged {
-			logged = true
-			mark := a.st.lease.After
-			g.log(logMarkWait, slog.Int64("machine", a.st.machine), slog.Duration("by", mark.Sub(a.r.time())), slog.Time("until", mark))
-		}
 		// A lease report, or its mark raised, may come before the clock
 		// says so: for those, wait what is left rather than fail at once.
 		sleepFor, err := a.budget(budget, need, fail, a.cs != belowFloor)
 		if err != nil {
 			err.Clock = a.r.time()
+			if a.cs == belowFloor {
+				return fmt.Errorf("%w; the acquire timeout (%v) ends first: raise it with WithAcquireTimeout, or set the clock right if it is behind", err, timeout)
+			}
 			return err
+		}
+		if a.cs == belowFloor && !logged {
+			logged = true
+			g.log(logMarkWait, slog.Int64("machine", a.st.machine), slog.Duration("wait", need),
+				slog.Time("until", a.r.time().Add(need)), slog.Time("mark", a.st.lease.After))
 		}
 		waitChange(a.st.changed, min(sleepFor, markRecheck))
 	}
