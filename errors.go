@@ -43,12 +43,13 @@ var (
 	// the lease's cause, such as the store's error, when there is one.
 	ErrLeaseLost = errors.New("ringflake: machine ID lease is not held")
 
-	// ErrMarkAhead means the generator's leased machine ID inherited a mark
-	// that the clock has not reached yet: the previous holder of the ID may
-	// have issued IDs up to that time, or the store restarted and cannot
-	// rule it out, and the clock did not pass it within MaxWait. The clock
-	// is not at fault; the wait ends by itself, at the mark.
-	ErrMarkAhead = errors.New("ringflake: machine ID's inherited mark (a previous holder's, or a restarted store's floor) is ahead of the clock")
+	// ErrMarkAhead means the lease of the generator's machine ID inherited
+	// a mark that the clock has not passed yet: IDs up to that time may
+	// have been issued with the ID before (each store documents what its
+	// marks cover), and the clock could not pass it within MaxWait, or, in
+	// New, within the acquire timeout. The wait ends by itself once the
+	// clock passes the mark; a mark far ahead may mean the clock is behind.
+	ErrMarkAhead = errors.New("ringflake: the mark the machine ID's lease inherited is ahead of the clock")
 
 	// ErrClosed means [Generator.Close] was called, or the Generator was
 	// not made by [New].
@@ -83,7 +84,8 @@ type ClockError struct {
 	Clock time.Time
 	// By is how far the clock was from usable time: how far before the
 	// epoch or past the end of the layout, behind the time already used, or
-	// before the inherited mark.
+	// short of passing the inherited mark (of reaching the first tick after
+	// it).
 	By time.Duration
 	// Waited is how long the call waited, in real elapsed time.
 	Waited time.Duration
@@ -98,7 +100,7 @@ func (e *ClockError) Error() string {
 	case errors.Is(e.Err, ErrTimeOverflow):
 		return fmt.Sprintf("%v: clock %s is %v past it", e.Err, clock, e.By)
 	case errors.Is(e.Err, ErrMarkAhead):
-		return fmt.Sprintf("%v: clock %s is %v before it (%s), waited %v", e.Err, clock, e.By, e.Clock.Add(e.By).Format(time.RFC3339Nano), e.Waited)
+		return fmt.Sprintf("%v: clock %s passes it in %v (at %s), waited %v", e.Err, clock, e.By, e.Clock.Add(e.By).Format(time.RFC3339Nano), e.Waited)
 	case errors.Is(e.Err, ErrSequenceExhausted), errors.Is(e.Err, ErrLeaseLost):
 		return fmt.Sprintf("%v: clock %s, waited %v", e.Err, clock, e.Waited)
 	}

@@ -1,5 +1,7 @@
 package ringflake
 
+import "time"
+
 // Internals that the external tests check.
 var (
 	LayoutValidate = Layout.validate
@@ -8,6 +10,45 @@ var (
 
 func LayoutMaxSequence(l Layout) int64 { return maxOf(l.SequenceBits, 62) }
 
-// SoloWaits makes each of g's callers wait for a tick on its own, the
-// design the shared rounds replace, so that benchmarks can compare them.
-func SoloWaits(g *Generator) { g.ticks.solo = true }
+// SoloNextID is NextID with each caller waiting for a tick on its own,
+// the design tickWait's shared rounds replace, so that BenchmarkOverload
+// can compare them; it lives here so that the production path carries no
+// switch for it. It follows NextID's path, the fast path, claim, plan and
+// budget, as pause does, but sleeps to the tick with sleepUntil instead of
+// joining a round. It leaves out what the benchmark's steady wall clock
+// and fixed machine ID never need: the second look at a step back, the
+// fresh reading before a wait longer than a tick, and the stats; any wait
+// but one for a tick is a plain sleep.
+func SoloNextID(g *Generator) (ID, error) {
+	if id, ok := g.fast(); ok {
+		return id, nil
+	}
+	var a attempt
+	var id [1]ID
+	for {
+		if err := g.look(&a); err != nil {
+			return 0, err
+		}
+		a.st = g.state.Load()
+		c, cs := g.claim(&a, 1)
+		switch cs {
+		case claimed:
+			c.put(g.layout, 0, id[:])
+			return id[0], nil
+		case stale:
+			continue
+		}
+		a.cs, a.t = cs, c.tick
+		need, at, fail := g.plan(&a)
+		sleepFor, err := a.budget(g.maxWait, need, fail, false)
+		if err != nil {
+			err.Clock = a.r.time()
+			return 0, err
+		}
+		if cs != exhausted {
+			time.Sleep(sleepFor)
+			continue
+		}
+		a.stalled = !g.sleepUntil(at, sleepFor, !a.stalled)
+	}
+}

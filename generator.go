@@ -49,12 +49,16 @@ type Generator struct {
 // cannot issue an ID at the generator's clock's time now (the epoch is
 // ahead of it, the layout's range has ended, or Tick is under 1µs), or the
 // machine ID source is a [machineid.Leaser] that a live generator already
-// uses. With a source it also returns the source's error, wrapped; one
+// uses. With a source it also returns the source's error, wrapped (a panic
+// in its MachineID comes back as such an error, naming the panic); one
 // wrapping [context.DeadlineExceeded] if the source did not answer within
-// the acquire timeout; and a [*ClockError] wrapping [ErrMarkAhead] if the
-// leased ID's inherited mark is further ahead of the clock than what is
-// left of the acquire timeout, or [ErrLeaseLost] if the lease was lost
-// before the generator could issue.
+// the acquire timeout; an error holding a [*ClockError] wrapping
+// [ErrMarkAhead], and naming the acquire timeout, if the clock cannot pass
+// the leased ID's inherited mark within what is left of it (at once, without
+// waiting, when the clock says so); and a [*ClockError] wrapping
+// [ErrLeaseLost] if the lease was lost before the generator could issue, or
+// [ErrClockBeforeEpoch] or [ErrTimeOverflow] if the clock left the layout's
+// range while New waited.
 func New(opts ...Option) (*Generator, error) {
 	c := defaultConfig()
 	for _, o := range opts {

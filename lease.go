@@ -86,6 +86,14 @@ func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
 		if err := claimLeaser(leaser); err != nil {
 			return err
 		}
+		// Until the generator's Close owns the claim, this call undoes
+		// it, on every way out, a panic in the leaser's Watch included.
+		// Not after Close: by then another New may have claimed l anew.
+		defer func() {
+			if g.leaser == nil {
+				inUse.Delete(leaser)
+			}
+		}()
 	}
 	id, err := acquire(src, leaser, timeout)
 	if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
@@ -95,19 +103,16 @@ func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
 		}
 	}
 	if err != nil {
-		if leased {
-			inUse.Delete(leaser)
-		}
 		return fmt.Errorf("ringflake: getting machine ID: %w", err)
 	}
 	if !leased {
 		g.state.Store(g.fixed(id))
 		return nil
 	}
-	g.leaser = leaser
 	g.state.Store(&machineState{machine: id, kind: pending, lease: machineid.Lease{ID: id}, changed: make(chan struct{})})
 	g.stopWatch = leaser.Watch(g.setLease)
-	if err := g.awaitMark(deadline); err != nil {
+	g.leaser = leaser // from here on Close releases the lease and the claim
+	if err := g.awaitMark(deadline, timeout); err != nil {
 		_ = g.Close()
 		return err
 	}
@@ -122,8 +127,14 @@ const acquireGrace = 50 * time.Millisecond
 // acquire asks src for a machine ID with a context whose deadline is timeout
 // away. A source must honour its context; acquire enforces the bound all
 // the same, by asking on a goroutine and giving up timeout+acquireGrace
-// later. A leaser whose answer comes after that is released there. A panic
-// in src reaches the caller, as if src had been called directly.
+// later. A leaser whose answer comes after that is released there.
+//
+// A panic in src becomes an error that names src's type and the panic's
+// value (and wraps it, if it is an error). Passing the panic on would not
+// be "as if src had been called directly": src runs on acquire's goroutine,
+// whose stack is gone by then, so a re-panic would tell no more than the
+// error does, and it would take down a caller, such as a service starting
+// up, that can report a failed New and retry.
 func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duration) (int64, error) {
 	type answer struct {
 		id    int64
@@ -158,7 +169,7 @@ func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duratio
 				releaseWithin(leaser, time.Time{}, time.Now().Add(acquireGrace))
 			}
 			if a.panic != nil {
-				panic(a.panic)
+				a.err = sourcePanicked(src, a.panic)
 			}
 		}
 		return a.id, a.err
@@ -173,6 +184,14 @@ func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duratio
 // errSourceExited is the outcome of a source's call that neither returned
 // nor panicked: it called runtime.Goexit.
 var errSourceExited = errors.New("the machine ID source's call exited its goroutine (runtime.Goexit)")
+
+// sourcePanicked is the error for a source's call that panicked with p.
+func sourcePanicked(src machineid.Source, p any) error {
+	if err, ok := p.(error); ok {
+		return fmt.Errorf("the machine ID source (%T) panicked: %w", src, err)
+	}
+	return fmt.Errorf("the machine ID source (%T) panicked: %v", src, p)
+}
 
 // releaseWithin releases l and waits for that until deadline at the most;
 // a release still running then finishes in the background.
@@ -192,68 +211,64 @@ func releaseWithin(l machineid.Leaser, issued time.Time, deadline time.Time) {
 
 // awaitMark waits, until deadline in real time, until the generator can
 // issue: the lease held, the clock past the mark it inherited and not past
-// the one confirmed. It returns a *ClockError wrapping ErrMarkAhead if the
-// inherited mark is further ahead than the deadline, or ErrLeaseLost if the
-// lease is not held, or not confirmed as far as the clock, by then.
-func (g *Generator) awaitMark(deadline time.Time) error {
+// the one confirmed. It plans each wait with plan, as NextID does, with
+// what is left of the acquire timeout in place of MaxWait, and logs a wait
+// for the mark once it knows it will make it. It returns a *ClockError
+// wrapping ErrMarkAhead, wrapped in turn with the acquire timeout, if the
+// clock cannot pass the inherited mark by the deadline (at once if the
+// plan says so), or wrapping ErrLeaseLost if the lease is not held, or not
+// confirmed as far as the clock, by then.
+func (g *Generator) awaitMark(deadline time.Time, timeout time.Duration) error {
+	var a attempt
+	budget := time.Until(deadline)
 	logged := false
 	for {
-		st := g.state.Load()
-		r, _ := g.read()
-		now := r.time()
-		switch st.kind {
-		case held:
-			tick := g.tickAt(now)
-			if tick > st.b.floor && tick <= st.b.ceil {
-				return nil
-			}
-			if tick > st.b.ceil {
-				// Past the confirmed mark, which can happen when the mark
-				// was confirmed no further than the one inherited: the
-				// next renewal raises it.
-				if !g.waitState(st, min(time.Until(deadline), leasePoll(g.layout.Tick))) && time.Now().After(deadline) {
-					return &ClockError{Err: ErrLeaseLost, Clock: now}
-				}
-				continue
-			}
-			mark := st.lease.After
-			ahead := mark.Sub(now)
-			if !logged {
-				logged = true
-				g.log(logMarkWait, slog.Int64("machine", st.machine), slog.Duration("by", ahead), slog.Time("until", mark))
-			}
-			if left := time.Until(deadline); ahead > left {
-				return &ClockError{Err: ErrMarkAhead, Clock: now, By: ahead}
-			}
-			g.waitState(st, min(ahead+time.Millisecond, leasePoll(g.layout.Tick)*10))
-		case closed:
-			return ErrClosed
-		default:
-			if !g.waitState(st, time.Until(deadline)) && time.Now().After(deadline) {
-				err := ErrLeaseLost
-				if st.lost != nil {
-					err = st.lost
-				}
-				return &ClockError{Err: err, Clock: now}
-			}
+		if err := g.look(&a); err != nil {
+			return err
 		}
+		a.st = g.state.Load()
+		if a.st.kind == closed {
+			return ErrClosed
+		}
+		if a.cs = a.st.standing(a.ticks); a.cs == claimed {
+			return nil
+		}
+		need, _, fail := g.plan(&a)
+		// A lease report, or its mark raised, may come before the clock
+		// says so: for those, wait what is left rather than fail at once.
+		sleepFor, err := a.budget(budget, need, fail, a.cs != belowFloor)
+		if err != nil {
+			err.Clock = a.r.time()
+			if a.cs == belowFloor {
+				return fmt.Errorf("%w; the acquire timeout (%v) ends first: raise it with WithAcquireTimeout, or set the clock right if it is behind", err, timeout)
+			}
+			return err
+		}
+		if a.cs == belowFloor && !logged {
+			logged = true
+			g.log(logMarkWait, slog.Int64("machine", a.st.machine), slog.Duration("wait", need),
+				slog.Time("until", a.r.time().Add(need)), slog.Time("mark", a.st.lease.After))
+		}
+		waitChange(a.st.changed, min(sleepFor, markRecheck))
 	}
 }
 
-// waitState waits at most d for st to be replaced, and reports whether it
-// was.
-func (g *Generator) waitState(st *machineState, d time.Duration) bool {
-	if d <= 0 {
-		return false
+// markRecheck bounds each of New's sleeps for the mark, so that a clock
+// put right while it waits (stepped forward) ends the wait soon.
+const markRecheck = 100 * time.Millisecond
+
+// standing says whether st lets a generator whose ring has issued nothing
+// issue at tick, as claim would judge it: claimed if so, else why not.
+func (st *machineState) standing(tick int64) claimStatus {
+	switch {
+	case st.kind != held:
+		return notHeld
+	case tick <= st.b.floor:
+		return belowFloor
+	case tick > st.b.ceil:
+		return aboveCeil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-st.changed:
-		return true
-	case <-t.C:
-		return false
-	}
+	return claimed
 }
 
 // setLease turns a lease report into the state that claims check.

@@ -347,26 +347,101 @@ func (p panickyLeaser) MachineID(context.Context) (int64, error) {
 	panic("service failed")
 }
 
-// A service that panics makes New panic with its value, as a direct call
-// would, after its leaser is closed; one that exits its goroutine makes
-// New fail. Neither leaves the lease behind or New waiting.
+// A service that panics makes New fail with an error naming the panic's
+// value, after its leaser is closed; one that exits its goroutine makes
+// New fail. Neither leaves the lease behind or New waiting. A panic whose
+// value is an error is wrapped, so errors.Is finds it.
 func TestAcquireServicePanicsAndGoexits(t *testing.T) {
 	t.Parallel()
 	p := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Held: true})}
-	func() {
-		defer func() {
-			assert.Equal(t, "service failed", recover(), "New should pass the service's panic on")
-		}()
-		_, _ = ringflake.New(ringflake.WithMachineIDSource(p))
-		t.Error("New returned despite the service's panic")
-	}()
-	assert.Equal(t, 1, p.closeCount(), "the leaser is closed before the panic goes on")
+	_, pv, err := newRecovering(ringflake.WithMachineIDSource(p))
+	require.Nil(t, pv, "New should turn the service's panic into an error")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "panicked: service failed", "the error should carry the panic's value")
+	assert.Equal(t, 1, p.closeCount(), "the leaser is closed")
+
+	boom := errors.New("boom")
+	src := machineid.FromFunc(1023, func(context.Context) (int64, error) { panic(boom) })
+	_, pv, err = newRecovering(ringflake.WithMachineIDSource(src))
+	require.Nil(t, pv, "New should turn the source's panic into an error")
+	assert.ErrorIs(t, err, boom, "a panic with an error is wrapped")
 
 	x := panickyLeaser{fakeLeaser: newFakeLeaser(machineid.Lease{ID: 2, Held: true}), goexit: true}
-	_, err := ringflake.New(ringflake.WithMachineIDSource(x))
+	_, err = ringflake.New(ringflake.WithMachineIDSource(x))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "runtime.Goexit")
 	assert.Equal(t, 1, x.closeCount(), "the leaser is closed")
+}
+
+// onceBrokenLeaser is a fakeLeaser whose MachineID panics on its first
+// call and answers after that.
+type onceBrokenLeaser struct {
+	*fakeLeaser
+	calls *atomic.Int32
+}
+
+func (o onceBrokenLeaser) MachineID(ctx context.Context) (int64, error) {
+	if o.calls.Add(1) == 1 {
+		panic("store client not ready")
+	}
+	return o.fakeLeaser.MachineID(ctx)
+}
+
+// newRecovering calls New and recovers a panic from it, so that a test can
+// fail on a panic rather than crash.
+func newRecovering(opts ...ringflake.Option) (g *ringflake.Generator, panicked any, err error) {
+	defer func() { panicked = recover() }()
+	g, err = ringflake.New(opts...)
+	return g, nil, err
+}
+
+// A New whose source panics gives up its claim on the Leaser, whichever
+// way it ends: the next New with the same Leaser is not refused as in use.
+// The panic comes back as New's error, naming the source and the value.
+func TestPanickingSourceFreesItsLeaser(t *testing.T) {
+	t.Parallel()
+	o := onceBrokenLeaser{newFakeLeaser(machineid.Lease{ID: 2, Held: true}), new(atomic.Int32)}
+	_, p, err := newRecovering(ringflake.WithMachineIDSource(o))
+	assert.Nil(t, p, "New should not panic when its source does")
+	if assert.Error(t, err, "New with a source that panicked") {
+		assert.Contains(t, err.Error(), "ringflake_test.onceBrokenLeaser) panicked: store client not ready", "the error names the source and the panic")
+	}
+	assert.Equal(t, 1, o.closeCount(), "the Leaser is released: it may hold what it took before it panicked")
+
+	g, p, err := newRecovering(ringflake.WithMachineIDSource(o))
+	require.Nil(t, p, "the second New should not panic")
+	require.NoError(t, err, "the Leaser's claim should have been undone when the first New failed")
+	defer g.Close()
+	id, err := g.NextID()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), g.Layout().Decompose(id).Machine)
+}
+
+// watchPanicsLeaser is a fakeLeaser whose Watch panics on its first call.
+type watchPanicsLeaser struct {
+	*fakeLeaser
+	calls *atomic.Int32
+}
+
+func (w watchPanicsLeaser) Watch(fn func(machineid.Lease)) func() {
+	if w.calls.Add(1) == 1 {
+		panic("watch failed")
+	}
+	return w.fakeLeaser.Watch(fn)
+}
+
+// Watch is called on New's own goroutine, so its panic goes on to New's
+// caller as a direct call's would; the claim on the Leaser is undone all
+// the same.
+func TestPanickingWatchFreesItsLeaser(t *testing.T) {
+	t.Parallel()
+	w := watchPanicsLeaser{newFakeLeaser(machineid.Lease{ID: 4, Held: true}), new(atomic.Int32)}
+	_, p, _ := newRecovering(ringflake.WithMachineIDSource(w))
+	require.Equal(t, "watch failed", p, "Watch's panic reaches New's caller")
+	g, p, err := newRecovering(ringflake.WithMachineIDSource(w))
+	require.Nil(t, p)
+	require.NoError(t, err, "the Leaser's claim should have been undone when the first New panicked")
+	require.NoError(t, g.Close())
 }
 
 // slowLeaser answers after a delay, honouring nothing.
@@ -425,9 +500,9 @@ func TestIncomparableLeaserIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "must be comparable")
 }
 
-// New waits out a mark the lease inherited (a previous holder's, or a
-// restarted store's floor), so that the generator it returns can issue at
-// once; the wait is logged with how long and until when.
+// New waits out a mark the lease inherited, so that the generator it
+// returns can issue at once; the wait is logged with how long, until when
+// and the mark.
 func TestNewWaitsOutTheInheritedMark(t *testing.T) {
 	t.Parallel()
 	var rec records
@@ -440,11 +515,103 @@ func TestNewWaitsOutTheInheritedMark(t *testing.T) {
 	id, err := g.NextID()
 	require.NoError(t, err, "the first call after New issues, even with MaxWait 0")
 	assert.True(t, g.Layout().Decompose(id).Time.After(mark), "the ID's time is past the inherited mark")
-	got := rec.get("ringflake: waiting for the machine ID's inherited mark (a previous holder's, or a restarted store's floor)")
+	got := rec.get(markWaitMsg)
 	require.Len(t, got, 1)
-	assert.True(t, mark.Equal(got[0]["until"].(time.Time)), "until = %v; want %v", got[0]["until"], mark)
-	assert.Positive(t, got[0]["by"])
+	until := mark.Truncate(time.Millisecond).Add(time.Millisecond) // the first tick past the mark
+	assert.True(t, until.Equal(got[0]["until"].(time.Time)), "until = %v; want %v", got[0]["until"], until)
+	assert.True(t, mark.Equal(got[0]["mark"].(time.Time)), "mark = %v; want %v", got[0]["mark"], mark)
+	assert.Positive(t, got[0]["wait"])
+	assert.LessOrEqual(t, got[0]["wait"], 150*time.Millisecond+time.Millisecond, "the wait is at most the mark's lead and a tick")
 	assert.Equal(t, int64(5), got[0]["machine"])
+}
+
+// markTickLayout has 200 ms ticks, so that a clock can stand inside a
+// mark's tick but past the mark itself.
+var markTickLayout = ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: ringflake.DefaultLayout().Epoch, Tick: 200 * time.Millisecond}
+
+// newPastTheMark calls New on a lease whose inherited mark is 50 ms into
+// leaseStart's 200 ms tick, with a clock that stands at 100 ms into it
+// until New has looked at it twice (its check of the layout, and its first
+// look at the mark), and then moves to the next tick. It returns the
+// generator and how often New read the clock.
+func newPastTheMark(t *testing.T, opts ...ringflake.Option) (*ringflake.Generator, int64) {
+	t.Helper()
+	tick := markTickLayout.Tick
+	require.Zero(t, leaseStart.Sub(markTickLayout.Epoch)%tick, "leaseStart should begin a tick")
+	clock := &countingClock{Clock: fakeclock.New(leaseStart.Add(tick / 2))}
+	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true, After: leaseStart.Add(tick / 4)})
+	go func() {
+		for clock.reads.Load() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		clock.Set(leaseStart.Add(tick))
+	}()
+	g, err := ringflake.New(append([]ringflake.Option{ringflake.WithMachineIDSource(f), ringflake.WithLayout(markTickLayout),
+		ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0), ringflake.WithAcquireTimeout(time.Minute)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	return g, clock.reads.Load()
+}
+
+// New waits for an inherited mark by sleeping until the tick after it, as
+// NextID does, not by reading the clock over and over: with a 200 ms tick
+// and the clock inside the mark's tick but past the mark itself, the wait
+// once came out as zero or less, and New spun on the clock for the rest of
+// the tick. A New that sleeps reads the clock a few times.
+func TestNewSleepsThroughTheMarksTick(t *testing.T) {
+	t.Parallel()
+	g, reads := newPastTheMark(t)
+	assert.LessOrEqual(t, reads, int64(10), "clock reads in New: one per sleep, not a spin")
+	id, err := g.NextID()
+	require.NoError(t, err, "the first call after New issues, even with MaxWait 0")
+	assert.Equal(t, leaseStart.Add(markTickLayout.Tick), g.Layout().Decompose(id).Time, "the ID's tick is the first after the mark's")
+}
+
+// The record of New's wait for the mark says how long New expects to wait,
+// until when (the start of the first tick past the mark), and the mark.
+func TestNewLogsTheWaitItMakes(t *testing.T) {
+	t.Parallel()
+	var rec records
+	newPastTheMark(t, ringflake.WithLogger(slog.New(&rec)))
+	got := rec.get(markWaitMsg)
+	require.Len(t, got, 1, "one record of the wait")
+	assert.Equal(t, 100*time.Millisecond, got[0]["wait"], "the clock is 100 ms short of the next tick")
+	assert.Equal(t, leaseStart.Add(markTickLayout.Tick), got[0]["until"], "the wait ends at the first tick past the mark")
+	assert.Equal(t, leaseStart.Add(markTickLayout.Tick/4), got[0]["mark"], "the mark the lease inherited")
+	assert.Equal(t, int64(5), got[0]["machine"])
+}
+
+// markWaitMsg is the message of New's record of a wait for the mark.
+const markWaitMsg = "ringflake: waiting for the clock to pass the mark the machine ID's lease inherited"
+
+// A process whose clock is 60 s behind the mark of its lease, with the
+// default 30 s acquire timeout, fails at once. It does not log a wait it
+// will not make, and its error says how far ahead the mark is, what the
+// acquire timeout is and what to do. The root package names no store's
+// restart floor: a lease inherits a mark, and each store says what its
+// marks cover.
+func TestNewFailsAtOnceWithoutAnnouncingAWait(t *testing.T) {
+	t.Parallel()
+	var rec records
+	clock := fakeclock.New(leaseStart)
+	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true, After: leaseStart.Add(time.Minute)})
+	_, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithClock(clock.Now), ringflake.WithLogger(slog.New(&rec)))
+	require.ErrorIs(t, err, ringflake.ErrMarkAhead)
+	var ce *ringflake.ClockError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, time.Minute+time.Millisecond, ce.By, "the clock is a minute and a tick short of the first tick past the mark")
+	assert.Zero(t, ce.Waited, "New did not wait")
+	assert.Equal(t, leaseStart, ce.Clock)
+	msg := err.Error()
+	assert.Contains(t, msg, "1m0.001s", "the error says how far ahead the mark is")
+	assert.Contains(t, msg, "acquire timeout (30s)", "the error names the acquire timeout")
+	assert.Contains(t, msg, "WithAcquireTimeout", "the error says what to raise")
+	assert.Contains(t, msg, "clock", "the error says the clock may be at fault")
+	assert.NotContains(t, msg, "restart", "the root package claims no store's restart floor")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Empty(t, rec.list, "nothing logged: New did not wait")
+	assert.Equal(t, 1, f.closeCount(), "the lease is released")
 }
 
 // A mark further ahead than the acquire timeout fails New at once with
@@ -459,7 +626,7 @@ func TestNewFailsOnAMarkBeyondTheTimeout(t *testing.T) {
 	var ce *ringflake.ClockError
 	require.ErrorAs(t, err, &ce)
 	assert.InDelta(t, time.Hour, ce.By, float64(time.Minute), "how far ahead the mark is")
-	assert.Contains(t, err.Error(), "inherited mark (a previous holder's, or a restarted store's floor) is ahead of the clock")
+	assert.Contains(t, err.Error(), "the mark the machine ID's lease inherited is ahead of the clock")
 	assert.Less(t, time.Since(start), 30*time.Second, "New need not wait for a mark it cannot reach")
 	assert.Equal(t, 1, f.closeCount(), "the lease is released")
 

@@ -10,9 +10,10 @@ import (
 // WithLogger makes the generator log what an operator may want to see, at
 // most once a second for each kind, so that a flapping clock cannot flood a
 // log: a step back of the clock, a call that waited 10 ms or more, a lease
-// lost (with its cause) or regained, and a wait for a leased machine ID's
-// inherited mark: a previous holder's, or the floor of a store that
-// restarted and may have lost its marks (with how long and until when). Each record's message
+// lost (with its cause) or regained, and New's wait for the clock to pass
+// the mark a leased machine ID inherited (with how long New expects to
+// wait, until when, and the mark; a mark too far ahead for the acquire
+// timeout fails New at once, unlogged). Each record's message
 // starts with "ringflake: " and its attributes carry the figures; those
 // dropped by the rate limit are counted in the next one's "suppressed". A
 // call that waited and then failed is not logged as a long wait: its error
@@ -45,7 +46,7 @@ var logMessages = [logKinds]string{
 	logLongWait:      "ringflake: long wait",
 	logLeaseLost:     "ringflake: machine ID lease lost",
 	logLeaseRegained: "ringflake: machine ID lease regained",
-	logMarkWait:      "ringflake: waiting for the machine ID's inherited mark (a previous holder's, or a restarted store's floor)",
+	logMarkWait:      "ringflake: waiting for the clock to pass the mark the machine ID's lease inherited",
 }
 
 // logger sends rate-limited records; nil without WithLogger.

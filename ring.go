@@ -129,13 +129,17 @@ func (r *ring) claim(tick int64, n uint64, b bounds) (t int64, seq, got uint64, 
 // a ring larger than that may have a servable tick further on, and the
 // answer is then at most tick+scanSlots+1, where the caller looks again.
 // Only waits depend on it, never uniqueness: claim decides.
+//
+// A slot is compared by its tick, old>>seqBits (the tick+1 it holds),
+// rather than by packing u: (u+1)<<seqBits does not fit in 64 bits for
+// every u the scan may reach once seqBits is 55 or more.
 func (r *ring) nextServable(tick int64) int64 {
 	n := min(int64(r.size), scanSlots)
 	first := int64(math.MaxInt64)
 	for k := int64(1); k <= n; k++ {
 		u := tick + k
 		old := r.slot(u).Load()
-		if old < uint64(u+1)<<r.seqBits || old&r.seqMask != r.seqMask {
+		if old>>r.seqBits <= uint64(u) || old&r.seqMask != r.seqMask {
 			return u
 		}
 		first = min(first, int64(old>>r.seqBits)-1+int64(r.size))

@@ -268,3 +268,44 @@ func TestRingNextServable(t *testing.T) {
 		assert.Equal(t, int64(1000+scanSlots+1), got, "past what it looked at, it says to look again")
 	})
 }
+
+// nextServable's answer holds for the widest sequences a layout may have.
+// (u+1)<<seqBits no longer fits in 64 bits once u+1 reaches 2^(64-seqBits),
+// which a scan of 256 slots past a layout's last tick reaches with 55 or
+// more sequence bits; a comparison made that way took a slot exhausted more
+// than a ring's span ago for one exhausted later. The ticks here lie past
+// any layout's last tick (a generator's slots never hold those, so its
+// scan stops before them); the scan must not depend on that.
+func TestRingNextServableWidestSequences(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		seqBits int
+		size    int
+		full    []int64 // ticks whose slots are exhausted
+		tick    int64
+		want    int64
+	}{
+		{"62 bits, a ring of one full at the tick", 62, 1, []int64{2}, 2, 3},
+		{"62 bits, a ring of two", 62, 2, []int64{1, 2}, 1, 3},
+		{"61 bits, a slot two spans old", 61, 2, []int64{6, 3}, 6, 7},
+		{"55 bits, a slot two spans old", 55, 8, []int64{505, 506, 507, 508, 509, 510, 495, 504}, 505, 511},
+		{"54 bits, a slot two spans old", 54, 8, []int64{1017, 1018, 1019, 1020, 1021, 1022, 1007, 1016}, 1017, 1023},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newTestRing(tt.size, tt.seqBits)
+			for _, u := range tt.full {
+				r.slot(u).Store(uint64(u+1)<<r.seqBits | r.seqMask)
+			}
+			got := r.nextServable(tt.tick)
+			assert.Equal(t, tt.want, got, "nextServable(%d)", tt.tick)
+			assert.Greater(t, got, tt.tick, "the servable tick comes after the one exhausted")
+			for u := tt.tick + 1; u < got; u++ {
+				_, _, _, st := r.claim(u, 1, open)
+				assert.Equal(t, exhausted, st, "tick %d, before %d, should be exhausted", u, got)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package ringflake
 
 import (
 	"cmp"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -127,12 +128,12 @@ func (g *Generator) plan(a *attempt) (need time.Duration, at int64, fail ClockEr
 		return need, 0, ClockError{Err: ErrMarkAhead, By: need}
 	case notHeld:
 		// Only a lease report can help, and it closes st.changed: wait for
-		// it for as long as MaxWait allows.
+		// it for as long as the budget allows.
 		err := ErrLeaseLost
 		if a.st.lost != nil {
 			err = a.st.lost
 		}
-		return g.maxWait, 0, ClockError{Err: err}
+		return math.MaxInt64, 0, ClockError{Err: err}
 	}
 	// aboveCeil: past the confirmed mark. A renewal raises it, and a clock
 	// stepping back can bring the tick under it, which no report
@@ -177,7 +178,8 @@ func leasePoll(tick time.Duration) time.Duration {
 // thread (nanosleep), so a thousand callers waiting for a tick would hold a
 // thousand threads, and the Go runtime stops the process at 10 000; and
 // callers arriving fresh at the tick would use it up before the sleepers
-// woke. benchmarks' -overload mode measures both designs.
+// woke. BenchmarkOverload measures both designs; the one without rounds
+// lives in the tests (SoloNextID), not here.
 //
 // Waiting allocates nothing in the steady state: rounds are reused once
 // their last caller is done with them, and followers wait on the round's
@@ -190,7 +192,6 @@ type tickWait struct {
 	cur   *round     // the round callers may join; nil while nobody sleeps
 	free  *round     // finished rounds for reuse, linked through next
 	nfree int
-	solo  bool // each caller sleeps on its own: the design rounds replace, kept to measure them against; written once before use
 }
 
 // maxFreeRounds bounds the rounds kept for reuse. Two or three are in use
@@ -237,10 +238,6 @@ type joiner struct {
 // still bounds every caller; otherwise it sleeps on its own and takes
 // nothing, and its next step claims for itself.
 func (tw *tickWait) wait(g *Generator, a *attempt, tick int64, d time.Duration, dst []ID) int {
-	if tw.solo {
-		a.stalled = !g.sleepUntil(tick, d, !a.stalled)
-		return 0
-	}
 	deadline := a.start.Add(g.maxWait)
 	tw.mu.Lock()
 	if r := tw.cur; r != nil {
