@@ -45,10 +45,10 @@ func newMemStore(keeps bool) *memStore {
 // can be cut off, as a crashed process's would be, or made to hang until
 // its context ends.
 type memClient struct {
-	s     *memStore
-	cut   atomic.Bool
-	hang  atomic.Bool // calls wait for their context to end
-	stuck atomic.Bool // calls ignore their context and wait for unstick
+	s       *memStore
+	cut     atomic.Bool
+	hang    atomic.Bool // calls wait for their context to end
+	stuck   atomic.Bool // calls ignore their context and wait for unstick
 	unstick chan struct{}
 }
 
