@@ -191,7 +191,9 @@ func (h *Holder) Release(issued time.Time) error {
 	h.owned = false
 	h.expiry.Stop()
 	id, after, running, unsure := s.id, h.lease.After, s.running, s.unsure
-	h.setLocked(Lease{ID: h.lease.ID, Err: h.releasedErr()})
+	next := h.lease
+	next.Held, next.Err = false, h.releasedErr()
+	h.setLocked(next)
 	h.mu.Unlock()
 	h.notify()
 	defer close(s.released)

@@ -59,7 +59,9 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 		if h.sess == s {
 			h.owned, h.lastErr = false, nil
 			s.id = -1
-			changed = h.setLocked(Lease{ID: id, Err: err})
+			next := h.lease
+			next.Held, next.Err = false, err
+			changed = h.setLocked(next)
 		}
 		h.mu.Unlock()
 		if changed {
