@@ -34,6 +34,7 @@ type Holder struct {
 	owned    bool        // the store's last answer said sess's token holds lease.ID
 	deadline time.Time   // with a monotonic reading: Held ends here
 	lastErr  error       // the latest failed call's error since one succeeded
+	loss     error       // why the store said the lease was lost, until one is confirmed
 	sess     *session    // the current session, nil when none
 	last     *session    // the last session released, for a second Release
 	expiry   *time.Timer // fires at deadline; written once by NewHolder
@@ -188,7 +189,7 @@ func (h *Holder) Release(issued time.Time) error {
 		return last.releaseErr
 	}
 	h.sess, h.last = nil, s
-	h.owned = false
+	h.owned, h.loss = false, nil
 	h.expiry.Stop()
 	id, after, running, unsure := s.id, h.lease.After, s.running, s.unsure
 	next := h.lease

@@ -144,6 +144,7 @@ func TestHolderStaleCause(t *testing.T) {
 	require.Eventually(t, func() bool { _, err := other.MachineID(context.Background()); return err == nil }, 10*ttl, ttl/10)
 	c.cut.Store(false)
 	waitFor(t, causes, "every ID held by others", func(err error) bool { return errors.Is(err, machineid.ErrExhausted) })
+	assert.ErrorIs(t, h.Lease().Err, machineid.ErrLeaseLost, "Lease().Err still says the lease was lost")
 	assert.ErrorIs(t, h.Lease().Err, machineid.ErrExhausted, "Lease().Err")
 }
 

@@ -57,7 +57,7 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 		h.mu.Lock()
 		changed := false
 		if h.sess == s {
-			h.owned, h.lastErr = false, nil
+			h.owned, h.lastErr, h.loss = false, nil, err
 			s.id = -1
 			next := h.lease
 			next.Held, next.Err = false, err
@@ -120,7 +120,7 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool) {
 		next.Until = h.lease.Until
 	}
 	s.id, s.unsure = g.ID, false
-	h.owned, h.deadline, h.lastErr = true, deadline, nil
+	h.owned, h.deadline, h.lastErr, h.loss = true, deadline, nil, nil
 	if left := time.Until(deadline); left > 0 {
 		h.expiry.Reset(left)
 	} else {
@@ -147,9 +147,13 @@ func (h *Holder) failed(s *session, err error) error {
 		h.lastErr = err
 		if !h.lease.Held {
 			next := h.lease
-			next.Err = err
-			if h.owned {
+			switch {
+			case h.owned:
 				next.Err = h.lapsed(next.ID, err)
+			case h.loss != nil:
+				next.Err = fmt.Errorf("%w; taking a lease again: %w", h.loss, err)
+			default:
+				next.Err = err
 			}
 			changed = h.setLocked(next)
 		}
