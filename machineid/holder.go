@@ -266,7 +266,7 @@ func (h *Holder) stuck(id int64) error {
 // releasedErr is the error of a lease given up, and of a call cut short by
 // the release.
 func (h *Holder) releasedErr() error {
-	return fmt.Errorf("%w: %s: Release was called", ErrReleased, h.name)
+	return fmt.Errorf("%s: %w: Release was called", h.name, ErrReleased)
 }
 
 // Lease returns the current lease, as watchers were last told or are about

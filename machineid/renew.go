@@ -127,8 +127,8 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool) {
 		// The answer came too late to vouch for anything; the next
 		// renewal, sooner, may.
 		next.Held = false
-		next.Err = fmt.Errorf("%w: %s: the store's answer for machine ID %d came %v after the call, past the lease's deadline (TTL %v − safety margin %v)",
-			ErrLeaseLost, h.name, g.ID, time.Since(sent).Round(time.Millisecond), h.cfg.ttl, h.cfg.margin)
+		next.Err = fmt.Errorf("%s: %w: the store's answer for machine ID %d came %v after the call, past the lease's deadline (TTL %v − safety margin %v)",
+			h.name, ErrLeaseLost, g.ID, time.Since(sent).Round(time.Millisecond), h.cfg.ttl, h.cfg.margin)
 	}
 	changed := h.setLocked(next)
 	h.mu.Unlock()
@@ -168,8 +168,8 @@ func (h *Holder) failed(s *session, err error) error {
 // lapsed is the cause of a lease whose deadline passed with no renewal
 // confirmed; cause is the latest failed call's error, or nil.
 func (h *Holder) lapsed(id int64, cause error) error {
-	err := fmt.Errorf("%w: %s: no renewal of machine ID %d was confirmed within TTL %v − safety margin %v of the last",
-		ErrLeaseLost, h.name, id, h.cfg.ttl, h.cfg.margin)
+	err := fmt.Errorf("%s: %w: no renewal of machine ID %d was confirmed within TTL %v − safety margin %v of the last",
+		h.name, ErrLeaseLost, id, h.cfg.ttl, h.cfg.margin)
 	if cause != nil {
 		err = fmt.Errorf("%w; the latest call: %w", err, cause)
 	}
