@@ -191,50 +191,70 @@ func (h *Holder) Release(issued time.Time) error {
 	h.sess, h.last = nil, s
 	h.owned, h.loss = false, nil
 	h.expiry.Stop()
-	id, after, running, unsure := s.id, h.lease.After, s.running, s.unsure
+	after, running := h.lease.After, s.running
 	next := h.lease
 	next.Held, next.Err = false, h.releasedErr()
 	h.setLocked(next)
 	h.mu.Unlock()
 	h.notify()
 	defer close(s.released)
+	s.releaseErr = h.release(s, running, issued, after)
+	return s.releaseErr
+}
 
+// release ends session s, detached from the Holder: it stops the renewer
+// and frees what the token holds, within two call timeouts.
+func (h *Holder) release(s *session, running bool, issued, after time.Time) error {
 	s.cancel() // ends the call in flight, which must return soon after
 	wait := time.NewTimer(h.cfg.callTimeout)
 	defer wait.Stop()
-	if running {
+	stopped := s.stopped
+	if !running {
+		stopped = nil
+	}
+	for stopped != nil {
 		select {
-		case <-s.stopped:
+		case <-stopped:
+			stopped = nil
 		case <-wait.C:
-			s.releaseErr = h.stuck(id)
-			return s.releaseErr
+			return h.stuck(s.id)
 		}
 	}
 	select {
 	case h.turn <- struct{}{}:
-		defer func() { <-h.turn }()
 	case <-wait.C:
-		s.releaseErr = h.stuck(id)
-		return s.releaseErr
+		return h.stuck(s.id)
 	}
 	h.mu.Lock()
-	id, unsure = s.id, s.unsure // a MachineID in flight may have changed them
+	id, unsure := s.id, s.unsure // final: no call of s runs any more
 	h.mu.Unlock()
-	if id < 0 && !unsure {
+	switch {
+	case id < 0 && !unsure:
+		<-h.turn
 		return nil // the store never granted this token anything
-	}
-	if unsure {
+	case unsure:
 		id, issued = -1, time.Time{} // issued is about s.id, not what else the token may hold
-	} else if !issued.IsZero() && issued.Before(after) {
+	case !issued.IsZero() && issued.Before(after):
 		issued = after
 	}
+	return h.free(s, id, issued)
+}
+
+// free calls the store's Release for s, on a goroutine, so that a store
+// that does not honour its context cannot make Release wait past the call
+// timeout: Release is on every stop's path. The caller holds h.turn, which
+// the goroutine gives back when the store's call returns, so that no later
+// call overlaps one given up on.
+func (h *Holder) free(s *session, id int64, issued time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.callTimeout)
 	defer cancel()
-	// On a goroutine, so that a store that does not honour ctx cannot make
-	// Release wait past the timeout: Release is on every stop's path.
 	done := make(chan error, 1)
 	c := h.claim(s)
-	go func() { done <- h.store.Release(ctx, c, id, issued) }()
+	go func() {
+		err := h.store.Release(ctx, c, id, issued)
+		<-h.turn
+		done <- err
+	}()
 	var err error
 	select {
 	case err = <-done:
@@ -242,18 +262,17 @@ func (h *Holder) Release(issued time.Time) error {
 		select {
 		case err = <-done:
 		case <-time.After(h.cfg.callTimeout / 10):
-			s.releaseErr = h.stuck(id)
-			return s.releaseErr
+			return h.stuck(id)
 		}
 	}
-	if err != nil {
-		what := fmt.Sprintf("machine ID %d", id)
-		if id < 0 {
-			what = "whatever an unanswered take got"
-		}
-		s.releaseErr = h.explain(ctx, h.cfg.callTimeout, "releasing "+what, err)
+	if err == nil {
+		return nil
 	}
-	return s.releaseErr
+	what := fmt.Sprintf("machine ID %d", id)
+	if id < 0 {
+		what = "whatever an unanswered take got"
+	}
+	return h.explain(ctx, h.cfg.callTimeout, "releasing "+what, err)
 }
 
 // stuck is Release's error when a call to the store does not end within

@@ -115,10 +115,22 @@ func (c *config) validate(lim Limits) error {
 	if c.clock == nil {
 		c.clock = time.Now
 	}
-	loTTL, hiTTL := max(minTTL, lim.MinTTL), maxTTL
-	if lim.MaxTTL > 0 {
-		hiTTL = min(hiTTL, lim.MaxTTL)
+	if err := c.validRange(lim); err != nil {
+		return err
 	}
+	if err := c.validTTL(lim); err != nil {
+		return err
+	}
+	switch {
+	case c.margin < minDuration || c.margin >= c.ttl/2:
+		return invalid(lim, "safety margin", c.margin, fmt.Sprintf("%v up to, not including, TTL/2 = %v", minDuration, c.ttl/2))
+	case c.callTimeout < minDuration || c.callTimeout > c.ttl/3:
+		return invalid(lim, "call timeout", c.callTimeout, fmt.Sprintf("%v..%v (TTL/3)", minDuration, c.ttl/3))
+	}
+	return nil
+}
+
+func (c *config) validRange(lim Limits) error {
 	maxID := lim.MaxID
 	if maxID <= 0 {
 		maxID = 1<<63 - 1
@@ -128,14 +140,20 @@ func (c *config) validate(lim Limits) error {
 		return invalid(lim, "range", fmt.Sprintf("%d..%d", c.lo, c.hi), fmt.Sprintf("lo..hi with 0 <= lo <= hi <= %d", maxID))
 	case lim.MaxIDs > 0 && c.hi-c.lo >= lim.MaxIDs:
 		return invalid(lim, "range", fmt.Sprintf("%d..%d (%d IDs)", c.lo, c.hi, c.hi-c.lo+1), fmt.Sprintf("at most %d IDs", lim.MaxIDs))
-	case c.ttl < loTTL || c.ttl > hiTTL:
-		return invalid(lim, "TTL", c.ttl, fmt.Sprintf("%v..%v", loTTL, hiTTL))
+	}
+	return nil
+}
+
+func (c *config) validTTL(lim Limits) error {
+	lo, hi := max(minTTL, lim.MinTTL), maxTTL
+	if lim.MaxTTL > 0 {
+		hi = min(hi, lim.MaxTTL)
+	}
+	switch {
+	case c.ttl < lo || c.ttl > hi:
+		return invalid(lim, "TTL", c.ttl, fmt.Sprintf("%v..%v", lo, hi))
 	case lim.TTLStep > 0 && c.ttl%lim.TTLStep != 0:
 		return invalid(lim, "TTL", c.ttl, fmt.Sprintf("a whole number of %v", lim.TTLStep))
-	case c.margin < minDuration || c.margin >= c.ttl/2:
-		return invalid(lim, "safety margin", c.margin, fmt.Sprintf("%v up to, not including, TTL/2 = %v", minDuration, c.ttl/2))
-	case c.callTimeout < minDuration || c.callTimeout > c.ttl/3:
-		return invalid(lim, "call timeout", c.callTimeout, fmt.Sprintf("%v..%v (TTL/3)", minDuration, c.ttl/3))
 	}
 	return nil
 }
