@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/redistest"
+	"github.com/ringflake/ringflake/machineid"
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
@@ -20,7 +21,7 @@ func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 	t.Cleanup(func() { _ = c.Close() })
-	ids := acquireMany(t, c, 50, mr.WithRange(0, 63))
+	ids := acquireMany(t, c, 50, machineid.WithRange(0, 63))
 	requireDistinct(t, ids, "machine ID")
 
 	// Generators sharing a small range on the Cluster: every ID distinct.
@@ -29,7 +30,7 @@ func TestCluster(t *testing.T) {
 	var g errgroup.Group
 	for range 4 {
 		g.Go(func() error {
-			svc, err := mr.New(c, mr.WithTTL(ttl), mr.WithRange(100, 103), mr.WithPrefix("{cluster-test}:"))
+			svc, err := mr.New(c, machineid.WithTTL(ttl), machineid.WithRange(100, 103), mr.WithPrefix("{cluster-test}:"))
 			if err != nil {
 				return err
 			}

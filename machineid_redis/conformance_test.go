@@ -22,7 +22,7 @@ func harness(newClient func() redis.UniversalClient, restart func(t *testing.T))
 	return machineidtest.Harness{
 		NewLeaser: func(t *testing.T, lo, hi int64, ttl time.Duration) (machineid.Leaser, error) {
 			c := newClient()
-			s, err := mr.New(c, mr.WithRange(lo, hi), mr.WithTTL(ttl))
+			s, err := mr.New(c, machineid.WithRange(lo, hi), machineid.WithTTL(ttl))
 			if err != nil {
 				_ = c.Close()
 				return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
@@ -17,7 +18,7 @@ import (
 func ExampleNew() {
 	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	defer client.Close()
-	svc, err := mr.New(client, mr.WithRange(0, ringflake.DefaultLayout().MaxMachine()), mr.WithTTL(10*time.Second))
+	svc, err := mr.New(client, machineid.WithRange(0, ringflake.DefaultLayout().MaxMachine()), machineid.WithTTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,17 +61,17 @@ func ExampleWithPrefix() {
 	_, err := mr.New(client, mr.WithPrefix("ids:"))
 	fmt.Println(err)
 	// Output:
-	// machineid_redis: invalid configuration: prefix "ids:" has no hash tag; Lua scripts need every key in one Cluster slot, so use one like "{ids}:"
+	// ringflake: invalid configuration: machineid_redis: prefix = "ids:"; valid: one with a hash tag, such as "{ids}:": Lua scripts need every key in one Cluster slot
 }
 
-// A TTL outside its bounds is refused with ringflake's sentinel.
-func ExampleWithTTL() {
+// A TTL outside Redis's bounds is refused with ringflake's sentinel.
+func Example_ttlBounds() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer client.Close()
-	_, err := mr.New(client, mr.WithTTL(100*time.Hour))
+	_, err := mr.New(client, machineid.WithTTL(100*time.Hour))
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, ringflake.ErrInvalidConfig))
 	// Output:
-	// machineid_redis: invalid configuration: TTL = 100h0m0s; valid range 1s..5m0s
+	// ringflake: invalid configuration: machineid_redis: TTL = 100h0m0s; valid: 1s..5m0s
 	// true
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/redistest"
-	mr "github.com/ringflake/ringflake/machineid_redis"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
@@ -53,7 +53,7 @@ func TestFreshRedisNewWaitsOutTheRestartFloor(t *testing.T) {
 	id, err := g.NextID()
 	require.NoError(t, err, "the first NextID after New should succeed")
 	assert.Equal(t, l.ID, g.Layout().Decompose(id).Machine)
-	assert.Contains(t, logs.String(), `msg="ringflake: waiting for the machine ID's inherited mark (a previous holder's, or a restarted store's floor)"`, "New should say why it waits")
+	assert.Contains(t, logs.String(), `msg="ringflake: waiting for the clock to pass the mark the machine ID's lease inherited"`, "New should say why it waits")
 	assert.NotContains(t, logs.String(), "behind", "nothing should blame the clock")
 	assert.NotContains(t, logs.String(), "stepped back", "nothing should blame the clock")
 }
@@ -65,7 +65,7 @@ func TestFreshRedisShortAcquireTimeoutSaysHowFarAhead(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := client(t, srv.Addr)
-	svc := leased(t, c, mr.WithTTL(3*time.Second))
+	svc := leased(t, c, machineid.WithTTL(3*time.Second))
 	start := time.Now()
 	_, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithAcquireTimeout(500*time.Millisecond))
 	require.ErrorIs(t, err, ringflake.ErrMarkAhead)
@@ -75,16 +75,16 @@ func TestFreshRedisShortAcquireTimeoutSaysHowFarAhead(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Greater(t, ce.By, time.Second, "the mark should be most of a 3s TTL ahead")
 	assert.LessOrEqual(t, ce.By, 3*time.Second+100*time.Millisecond, "the mark should be at most the TTL ahead")
-	assert.Contains(t, err.Error(), "is "+ce.By.String()+" before it", "the message should say how far ahead the mark is")
+	assert.Contains(t, err.Error(), "passes it in "+ce.By.String(), "the message should say how far ahead the mark is")
 	keys, err := c.Keys(context.Background(), prefix+"LEASE:*").Result()
 	require.NoError(t, err)
 	assert.Empty(t, keys, "the refused generator should give its lease back")
 }
 
-// One Service serves one generator: a second New with it is refused while
-// the first generator lives, and after the first one's Close the Service
-// is released, which a further New says.
-func TestOneServiceServesOneGenerator(t *testing.T) {
+// One Holder serves one generator at a time: a second New with it is
+// refused while the first generator lives, and after the first one's Close
+// the Holder is released, and serves a new generator.
+func TestOneHolderServesOneGenerator(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
 	svc := leased(t, c)
@@ -96,14 +96,13 @@ func TestOneServiceServesOneGenerator(t *testing.T) {
 	require.NoError(t, err, "the refused New must not disturb the first generator")
 
 	require.NoError(t, g.Close())
-	assert.ErrorIs(t, leaseOf(svc).Err, ringflake.ErrClosed, "the generator's Close should release the Service")
-	_, err = ringflake.New(ringflake.WithMachineIDSource(svc))
-	require.ErrorIs(t, err, ringflake.ErrClosed)
-	assert.ErrorContains(t, err, "machineid_redis: the Service was released")
-	assert.NotErrorIs(t, err, ringflake.ErrInvalidConfig, "a released Service is not a duplicate: %v", err)
+	assert.ErrorIs(t, leaseOf(svc).Err, machineid.ErrReleased, "the generator's Close should release the Holder")
 	keys, err := c.Keys(context.Background(), prefix+"LEASE:*").Result()
 	require.NoError(t, err)
-	assert.Empty(t, keys, "a released Service holds no lease")
+	assert.Empty(t, keys, "a released Holder holds no lease")
+	g2, err := ringflake.New(ringflake.WithMachineIDSource(svc))
+	require.NoError(t, err, "a released Holder serves a new generator")
+	require.NoError(t, g2.Close())
 }
 
 // A renewal that finds another owner's token on the ID reports the lease
@@ -111,13 +110,14 @@ func TestOneServiceServesOneGenerator(t *testing.T) {
 func TestLeaseTakenByAnotherOwnerSaysSo(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
-	svc := leased(t, c, mr.WithRange(0, 0))
+	svc := leased(t, c, machineid.WithRange(0, 0))
 	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	defer g.Close()
 	require.NoError(t, c.Set(context.Background(), prefix+"LEASE:0", "someone-else", 10*time.Second).Err())
 	require.Eventually(t, func() bool { return !g.Lease().Held }, 10*ttl, ttl/20, "the next renewal should find the lease taken")
-	assert.ErrorContains(t, g.Lease().Err, "machineid_redis: lease on machine ID 0 was taken by another owner")
+	assert.ErrorContains(t, g.Lease().Err, "machineid_redis: renewing machine ID 0: machineid: lease lost: machine ID 0 was taken by another owner")
+	assert.ErrorIs(t, g.Lease().Err, machineid.ErrLeaseLost)
 	_, err = g.NextID()
 	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
 	assert.ErrorContains(t, err, "was taken by another owner")

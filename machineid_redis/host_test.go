@@ -11,12 +11,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ringflake/ringflake/internal/redistest"
+	"github.com/ringflake/ringflake/machineid"
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
-func hostMapped(t *testing.T, c redis.UniversalClient, host string, opts ...mr.Option) *mr.Service {
+func hostMapped(t *testing.T, c redis.UniversalClient, host string, opts ...machineid.Option) *machineid.Holder {
 	t.Helper()
-	s, err := mr.New(c, append([]mr.Option{mr.WithTTL(ttl), mr.WithHostMapping(host)}, opts...)...)
+	s, err := mr.New(c, append([]machineid.Option{machineid.WithTTL(ttl), mr.WithHostMapping(host)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Release(time.Time{}) })
 	return s
@@ -53,7 +54,7 @@ func TestHostModeConcurrentNewHostsGetDistinctIDs(t *testing.T) {
 	t.Parallel()
 	c := client(t, redistest.Start(t).Addr)
 	const n = 50
-	svcs := make([]*mr.Service, n)
+	svcs := make([]*machineid.Holder, n)
 	for i := range svcs {
 		svcs[i] = hostMapped(t, c, "10.1.0."+string(rune('a'+i%26))+string(rune('a'+i/26)))
 	}
@@ -99,11 +100,11 @@ func TestHostModeRefusals(t *testing.T) {
 		c := client(t, redistest.Start(t).Addr)
 		ctx := acquireCtx(t)
 		for _, h := range []string{"a", "b", "c"} {
-			_, err := hostMapped(t, c, h, mr.WithRange(1, 3)).MachineID(ctx)
+			_, err := hostMapped(t, c, h, machineid.WithRange(1, 3)).MachineID(ctx)
 			require.NoError(t, err)
 		}
-		_, err := hostMapped(t, c, "d", mr.WithRange(1, 3)).MachineID(ctx)
-		require.ErrorIs(t, err, mr.ErrExhausted)
+		_, err := hostMapped(t, c, "d", machineid.WithRange(1, 3)).MachineID(ctx)
+		require.ErrorIs(t, err, machineid.ErrExhausted)
 		assert.Contains(t, err.Error(), "MAX_ID = 3, the end of 1..3")
 		n, _ := c.Get(ctx, prefix+"MAX_ID").Int64()
 		assert.Equal(t, int64(3), n, "MAX_ID must never go past the range")
@@ -115,7 +116,7 @@ func TestHostModeRefusals(t *testing.T) {
 		require.NoError(t, c.HSet(ctx, prefix+"IP_MACHINE_ID_MAPPING", "h", "2000").Err())
 		_, err := hostMapped(t, c, "h").MachineID(ctx)
 		require.ErrorIs(t, err, mr.ErrBadMapping)
-		assert.Contains(t, err.Error(), `host "h" maps to 2000, outside 1..1023`)
+		assert.Contains(t, err.Error(), `host "h" maps to 2000, outside 0..1023`)
 	})
 	t.Run("values that are not decimal IDs", func(t *testing.T) {
 		t.Parallel()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake/internal/redistest"
+	"github.com/ringflake/ringflake/machineid"
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
@@ -51,7 +52,7 @@ func TestMarksStayWithinTTLAndMarginOfTheServersTime(t *testing.T) {
 	c := client(t, settled(t, ttl).Addr)
 	var clock offsetClock
 	clock.off.Store(int64(defaultMargin * 3 / 4))
-	s := leased(t, c, mr.WithRange(0, 0), mr.WithClock(clock.Now))
+	s := leased(t, c, machineid.WithRange(0, 0), machineid.WithClock(clock.Now))
 	_, err := s.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	for i := range 5 {
@@ -71,18 +72,18 @@ func TestClockTooFarAheadIsRefused(t *testing.T) {
 	c := client(t, redistest.Start(t).Addr)
 	for _, tt := range []struct {
 		name   string
-		opts   []mr.Option
+		opts   []machineid.Option
 		ahead  time.Duration
 		allows string
 	}{
 		{"an hour, default margin", nil, time.Hour, "at most 200ms (safety margin 200ms + max clock skew 0s)"},
-		{"past the skew allowed", []mr.Option{mr.WithMaxClockSkew(time.Second)}, 2 * time.Second, "at most 1.2s (safety margin 200ms + max clock skew 1s)"},
+		{"past the skew allowed", []machineid.Option{mr.WithMaxClockSkew(time.Second)}, 2 * time.Second, "at most 1.2s (safety margin 200ms + max clock skew 1s)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var clock offsetClock
 			clock.off.Store(int64(tt.ahead))
 			p := "{" + tt.name + "}:"
-			s := leased(t, c, append(tt.opts, mr.WithPrefix(p), mr.WithClock(clock.Now))...)
+			s := leased(t, c, append(tt.opts, mr.WithPrefix(p), machineid.WithClock(clock.Now))...)
 			_, err := s.MachineID(acquireCtx(t))
 			require.Error(t, err)
 			assert.ErrorContains(t, err, "machineid_redis: this process's clock is ")
@@ -101,7 +102,7 @@ func TestClockJumpingAheadLapsesTheLease(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
 	var clock offsetClock
-	s := leased(t, c, mr.WithRange(0, 0), mr.WithClock(clock.Now))
+	s := leased(t, c, machineid.WithRange(0, 0), machineid.WithClock(clock.Now))
 	_, err := s.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	clock.off.Store(int64(time.Hour))
@@ -118,7 +119,7 @@ func TestClockJumpingAheadLapsesTheLease(t *testing.T) {
 func TestReleaseRaisesTheMarkWithinBounds(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
-	a := leased(t, c, mr.WithRange(0, 0))
+	a := leased(t, c, machineid.WithRange(0, 0))
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	until := leaseOf(a).Until
@@ -128,7 +129,7 @@ func TestReleaseRaisesTheMarkWithinBounds(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, mark.Equal(issued), "mark %v; want the time issued, %v, above the confirmed mark %v", mark, issued, until)
 
-	b := leased(t, c, mr.WithRange(0, 0))
+	b := leased(t, c, machineid.WithRange(0, 0))
 	_, err = b.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	require.NoError(t, b.Release(time.Now().Add(time.Hour)))

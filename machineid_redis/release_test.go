@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
-	mr "github.com/ringflake/ringflake/machineid_redis"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 // longTTL puts a mark seconds ahead, far more than any call here takes.
@@ -20,16 +20,16 @@ const longTTL = 3 * time.Second
 func TestReleaseLowersTheMarkToIssued(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, longTTL).Addr)
-	long := mr.WithTTL(longTTL) // a mark seconds ahead makes the difference plain
+	long := machineid.WithTTL(longTTL) // a mark seconds ahead makes the difference plain
 
-	a := leased(t, c, mr.WithRange(3, 3), long)
+	a := leased(t, c, machineid.WithRange(3, 3), long)
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	require.True(t, leaseOf(a).Until.After(time.Now().Add(longTTL/2)), "the mark is raised a TTL ahead")
 	issued := time.Now().Add(-time.Second).Truncate(time.Millisecond)
 	require.NoError(t, a.Release(issued))
 
-	b := leased(t, c, mr.WithRange(3, 3), long)
+	b := leased(t, c, machineid.WithRange(3, 3), long)
 	_, err = b.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	assert.True(t, leaseOf(b).After.Equal(issued), "the next holder inherits the time really issued: After = %v; want %v", leaseOf(b).After, issued)
@@ -37,13 +37,13 @@ func TestReleaseLowersTheMarkToIssued(t *testing.T) {
 	// What a generator that issued nothing passes: the instant before its epoch.
 	nothing := ringflake.DefaultLayout().Epoch.Add(-time.Nanosecond)
 	require.NoError(t, b.Release(nothing), "b issued nothing")
-	d := leased(t, c, mr.WithRange(3, 3), long)
+	d := leased(t, c, machineid.WithRange(3, 3), long)
 	_, err = d.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	assert.True(t, leaseOf(d).After.Equal(issued), "a holder that issued nothing hands on what it inherited, not less: After = %v", leaseOf(d).After)
 
 	require.NoError(t, d.Release(time.Time{}), "issued unknown")
-	e := leased(t, c, mr.WithRange(3, 3), long)
+	e := leased(t, c, machineid.WithRange(3, 3), long)
 	_, err = e.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	assert.True(t, leaseOf(e).After.After(time.Now().Add(longTTL/2)), "a Release with the zero Time keeps the mark set ahead")
@@ -55,10 +55,10 @@ func TestReleaseLowersTheMarkToIssued(t *testing.T) {
 func TestGeneratorCloseLetsTheNextHolderStartAtOnce(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, longTTL).Addr)
-	long := mr.WithTTL(longTTL)
+	long := machineid.WithTTL(longTTL)
 	seen := map[ringflake.ID]bool{}
 	for round := range 3 {
-		svc := leased(t, c, mr.WithRange(9, 9), long)
+		svc := leased(t, c, machineid.WithRange(9, 9), long)
 		g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(100*time.Millisecond))
 		require.NoError(t, err)
 		for range 5000 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/redistest"
+	"github.com/ringflake/ringflake/machineid"
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
@@ -39,14 +40,14 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 			if tt.snapshot {
 				// A snapshot in which ID 0 is free with a mark in the past:
 				// what the server goes back to when it restarts.
-				old := leased(t, c, mr.WithRange(0, 0))
+				old := leased(t, c, machineid.WithRange(0, 0))
 				_, err := old.MachineID(acquireCtx(t))
 				require.NoError(t, err)
 				require.NoError(t, old.Release(time.Now().Add(-time.Second)))
 				require.Equal(t, "OK", srv.Do("SAVE"))
 			}
 
-			a := leased(t, c, mr.WithRange(0, 0))
+			a := leased(t, c, machineid.WithRange(0, 0))
 			ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithMaxWait(0))
 			require.NoError(t, err)
 			defer ga.Close()
@@ -92,7 +93,7 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 
 			srv.Stop()
 			srv.Restart()
-			b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
+			b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0))
 			gb, err := ringflake.New(ringflake.WithMachineIDSource(b), ringflake.WithMaxWait(0))
 			if err != nil {
 				bDone.Store(true)
@@ -131,7 +132,7 @@ func TestRestartFloorCountsFromTheAnswer(t *testing.T) {
 	const ttl = 5 * time.Second
 	srv := settled(t, ttl)
 	ca := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	a := leased(t, ca, mr.WithRange(0, 0), mr.WithTTL(ttl))
+	a := leased(t, ca, machineid.WithRange(0, 0), machineid.WithTTL(ttl))
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	require.NoError(t, ca.Close()) // a partition: a's renewals fail from here on, so its mark stays put
@@ -143,7 +144,7 @@ func TestRestartFloorCountsFromTheAnswer(t *testing.T) {
 	srv.Pause()
 	cb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: 20 * time.Second})
 	t.Cleanup(func() { _ = cb.Close() })
-	b := leased(t, cb, mr.WithRange(0, 0), mr.WithTTL(ttl))
+	b := leased(t, cb, machineid.WithRange(0, 0), machineid.WithTTL(ttl))
 	got := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -169,7 +170,7 @@ func TestMaxClockSkewCoversLostMarks(t *testing.T) {
 	const skew = 3 * time.Second
 	srv := settled(t, ttl+skew) // no restart floor for a
 	ahead := func() time.Time { return time.Now().Add(2 * time.Second) }
-	a := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithClock(ahead), mr.WithMaxClockSkew(skew))
+	a := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithClock(ahead), mr.WithMaxClockSkew(skew))
 	ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
 	_, err = ga.NextID()
@@ -180,14 +181,14 @@ func TestMaxClockSkewCoversLostMarks(t *testing.T) {
 	srv.Stop()
 	srv.Restart() // every mark lost
 
-	plain := leased(t, client(t, srv.Addr), mr.WithRange(0, 0))
+	plain := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0))
 	_, err = plain.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	assert.True(t, leaseOf(plain).After.Before(markA),
 		"without a skew allowance the floor (%v) should fall short of a mark made 2 s ahead (%v); the option would be pointless", leaseOf(plain).After, markA)
 	require.NoError(t, plain.Release(time.Time{}))
 
-	b := leased(t, client(t, srv.Addr), mr.WithRange(0, 0), mr.WithMaxClockSkew(skew))
+	b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), mr.WithMaxClockSkew(skew))
 	_, err = b.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	assert.False(t, leaseOf(b).After.Before(markA),
@@ -203,7 +204,7 @@ func TestGeneratorRefusesAnIDItCannotEncode(t *testing.T) {
 	c := client(t, redistest.Start(t).Addr)
 	layout := ringflake.DefaultLayout()
 	layout.MachineBits, layout.SequenceBits = 5, 17
-	_, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, mr.WithRange(32, 1023))))
+	_, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, machineid.WithRange(32, 1023))))
 	require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
 	assert.Contains(t, err.Error(), "machine ID from source = 32; valid range 0..31")
 	for _, pattern := range []string{prefix + "LEASE:*", prefix + "OWNER:*"} {
@@ -212,7 +213,7 @@ func TestGeneratorRefusesAnIDItCannotEncode(t *testing.T) {
 		assert.Empty(t, keys, "a refused ID's lease must be released")
 	}
 
-	g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, mr.WithRange(0, 31))))
+	g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, machineid.WithRange(0, 31))))
 	require.NoError(t, err, "a range within the layout is fine")
 	require.NoError(t, g.Close())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake/internal/redistest"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 // TestScriptsAreIdempotent runs each script twice with the same arguments,
@@ -22,32 +23,35 @@ func TestScriptsAreIdempotent(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
-	for m, mode := range []Option{nil, WithHostMapping("10.9.9.9")} {
-		s, err := New(c, mode, WithRange(1, 1), WithTTL(ttl), WithPrefix("{idem"+string('0'+rune(m))+"}:"))
+	for m, mode := range []machineid.Option{nil, WithHostMapping("10.9.9.9")} {
+		_, s, err := newStore(c, []machineid.Option{mode, machineid.WithRange(1, 1), machineid.WithTTL(ttl), WithPrefix("{idem" + string('0'+rune(m)) + "}:")})
 		require.NoError(t, err)
 		require.NoError(t, c.HSet(ctx, s.keys[0], "1", "5000").Err(), "a previous holder's mark")
+		claim := machineid.Claim{Token: "t", Lo: 1, Hi: 1, TTL: ttl, Margin: ttl / 5, Until: time.Now().Add(ttl)}
 
-		require.NoError(t, s.acquire(ctx, time.Second))
-		first := s.current()
+		first, err := s.Take(ctx, claim)
+		require.NoError(t, err)
 		require.Equal(t, int64(1), first.ID)
 		require.Equal(t, time.UnixMilli(5000), first.After, "After should be the previous holder's mark")
-		require.NoError(t, s.acquire(ctx, time.Second), "a resent acquire")
-		again := s.current()
-		assert.Equal(t, first.ID, again.ID, "mode %d: a resent acquire must return the same ID", m)
-		assert.Equal(t, first.After, again.After, "mode %d: a resent acquire must not take its own mark for the previous holder's", m)
-		if s.cfg.hostMode {
-			assert.Equal(t, "1", c.Get(ctx, s.cfg.prefix+"MAX_ID").Val(), "a resent host acquire must not INCR again")
+		again, err := s.Take(ctx, claim)
+		require.NoError(t, err, "a resent take")
+		assert.Equal(t, first.ID, again.ID, "mode %d: a resent take must return the same ID", m)
+		assert.Equal(t, first.After, again.After, "mode %d: a resent take must not take its own mark for the previous holder's", m)
+		if s.hostMode {
+			assert.Equal(t, "1", c.Get(ctx, s.prefix+"MAX_ID").Val(), "a resent host take must not INCR again")
 		}
 
-		require.NoError(t, s.renewLease(ctx))
-		require.NoError(t, s.renewLease(ctx), "a resent renewal")
-		assert.True(t, s.current().Held)
+		_, err = s.Renew(ctx, claim, 1)
+		require.NoError(t, err)
+		_, err = s.Renew(ctx, claim, 1)
+		require.NoError(t, err, "a resent renewal")
 
-		require.NoError(t, s.Release(time.Time{}))
-		_, err = s.eval(ctx, time.Second, release, s.cfg.prefix, s.token, first.ID, -1, ttl.Milliseconds(), s.slack().Milliseconds())
-		require.NoError(t, err, "a resent release")
-		n, err := c.Exists(ctx, s.cfg.prefix+"LEASE:1").Result()
+		require.NoError(t, s.Release(ctx, claim, 1, time.Time{}))
+		require.NoError(t, s.Release(ctx, claim, 1, time.Time{}), "a resent release")
+		n, err := c.Exists(ctx, s.prefix+"LEASE:1").Result()
 		require.NoError(t, err)
 		assert.Zero(t, n, "mode %d: the lease should be gone after release", m)
+		_, err = s.Renew(ctx, claim, 1)
+		assert.ErrorIs(t, err, machineid.ErrLeaseLost, "mode %d: a renewal after the release", m)
 	}
 }

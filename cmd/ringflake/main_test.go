@@ -113,13 +113,13 @@ func TestRunUsageErrors(t *testing.T) {
 		{"gen database on a cluster", []string{"gen", "--lease", "redis://127.0.0.1:1/2?addr=127.0.0.1:2"},
 			"ringflake: gen: lease redis://127.0.0.1:1/2?addr=127.0.0.1:2: a Redis Cluster has no databases; drop /2, or addr= for one server"},
 		{"gen untagged prefix on a cluster", []string{"gen", "--lease", "redis://127.0.0.1:1?addr=127.0.0.1:2&prefix=x:"},
-			`ringflake: gen: lease redis://127.0.0.1:1?addr=127.0.0.1:2&prefix=x:: invalid configuration: prefix "x:" has no hash tag; Lua scripts need every key in one Cluster slot, so use one like "{x}:"`},
+			`ringflake: gen: lease redis://127.0.0.1:1?addr=127.0.0.1:2&prefix=x:: invalid configuration: prefix = "x:"; valid: one with a hash tag, such as "{x}:": Lua scripts need every key in one Cluster slot`},
 		{"gen password not repeated", []string{"gen", "--lease", "redis://user:secret@127.0.0.1:1?mode=ip"},
 			"ringflake: gen: lease redis://user:xxxxx@127.0.0.1:1?mode=ip: mode=ip; want lease or host"},
 		{"gen TTL out of bounds", []string{"gen", "--lease", "redis://127.0.0.1:1", "--lease-ttl", "100h"},
-			"ringflake: gen: lease redis://127.0.0.1:1: invalid configuration: TTL = 100h0m0s; valid range 1s..5m0s"},
+			"ringflake: gen: lease redis://127.0.0.1:1: invalid configuration: TTL = 100h0m0s; valid: 1s..5m0s"},
 		{"gen skew out of bounds", []string{"gen", "--lease", "redis://127.0.0.1:1", "--max-clock-skew", "2m"},
-			"ringflake: gen: lease redis://127.0.0.1:1: invalid configuration: max clock skew = 2m0s; valid range 0..1m0s"},
+			"ringflake: gen: lease redis://127.0.0.1:1: invalid configuration: max clock skew = 2m0s; valid: 0..1m0s"},
 		{"gen lease flag without lease", []string{"gen", "--max-clock-skew", "1s"}, "ringflake: gen: --max-clock-skew needs --lease"},
 		{"gen both machine sources", []string{"gen", "--lease", "redis://127.0.0.1:1", "--machine-id", "4"},
 			"ringflake: gen: --machine-id and --lease both set the machine ID; choose one"},
@@ -217,8 +217,8 @@ func TestErrorLineHasOnePrefix(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "ringflake: "), "%v: one prefix in %q", args, stderr)
 		assert.NotContains(t, stderr, "machineid_redis: ", "%v: %q", args, stderr)
 	}
-	assert.Equal(t, "ringflake: gen: after 3 IDs: machine ID lease is not held: lease on machine ID 2 was taken by another owner",
-		line("gen: after 3 IDs: ringflake: machine ID lease is not held: machineid_redis: lease on machine ID 2 was taken by another owner"))
+	assert.Equal(t, "ringflake: gen: after 3 IDs: machine ID lease is not held: renewing machine ID 2: lease lost: machine ID 2 was taken by another owner",
+		line("gen: after 3 IDs: ringflake: machine ID lease is not held: machineid_redis: renewing machine ID 2: machineid: lease lost: machine ID 2 was taken by another owner"))
 	assert.Equal(t, "ringflake: gen: lease postgres://h/db: failed to connect to `user=u database=db`: h:1 (::1): refused; h:1 (127.0.0.1): refused",
 		line("gen: lease postgres://h/db: machineid_postgres: failed to connect to `user=u database=db`:\n\th:1 (::1): refused\n\th:1 (::1): refused\n\th:1 (127.0.0.1): refused"),
 		"a message of several lines, as pgx's, becomes one, without repeated lines")

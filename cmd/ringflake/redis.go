@@ -23,12 +23,12 @@ var redisParams = []string{"prefix", "mode", "host"}
 // prefix, mode (lease or host) and host.
 func redisLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 	q := u.Query()
-	opts := []mr.Option{
-		mr.WithPrefix(q.Get("prefix")), mr.WithTTL(c.ttl), mr.WithSafetyMargin(c.margin),
-		mr.WithMaxClockSkew(c.skew), mr.WithClock(c.clock),
+	opts := []machineid.Option{
+		mr.WithPrefix(q.Get("prefix")), machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin),
+		mr.WithMaxClockSkew(c.skew), machineid.WithClock(c.clock),
 	}
 	if c.hi >= 0 {
-		opts = append(opts, mr.WithRange(c.lo, c.hi))
+		opts = append(opts, machineid.WithRange(c.lo, c.hi))
 	}
 	switch mode := q.Get("mode"); {
 	case mode == "host":

@@ -178,10 +178,10 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 	}{
 		{"range exhausted", []string{"gen", "--lease", lease, "--machine-range", "3-3"}, 1, "every ID in 3..3 is leased"},
 		{"no server", []string{"gen", "--lease", "redis://127.0.0.1:1"}, 1,
-			"ringflake: gen: lease redis://127.0.0.1:1: getting machine ID: redis: dial tcp 127.0.0.1:1: connect: connection refused\n"},
+			"ringflake: gen: lease redis://127.0.0.1:1: getting machine ID: taking a machine ID: redis: dial tcp 127.0.0.1:1: connect: connection refused\n"},
 		// The other usage errors are in TestRunUsageErrors; these need a server.
 		{"range past the layout", []string{"gen", "--lease", lease, "--machine-range", "0-5000"}, 2, "the layout's machine IDs are 0..1023"},
-		{"untagged prefix on a cluster", []string{"gen", "--lease", lease + "?prefix=x:&addr=" + srv.Addr}, 2, "has no hash tag"},
+		{"untagged prefix on a cluster", []string{"gen", "--lease", lease + "?prefix=x:&addr=" + srv.Addr}, 2, "valid: one with a hash tag"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestCLIExplainsAWaitForTheMark(t *testing.T) {
 	assert.Equal(t, 0, p.code, "exit status; stderr %q", p.stderr)
 	assert.Len(t, p.ids, 2, "gen should print its IDs once the wait is over")
 	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
-	assert.Regexp(t, `^level=WARN msg="ringflake: waiting for the machine ID's inherited mark \(a previous holder's, or a restarted store's floor\)" machine=0 by=1\.\d+s until=\S+ suppressed=0\n$`, p.stderr)
+	assert.Regexp(t, `^level=WARN msg="ringflake: waiting for the clock to pass the mark the machine ID's lease inherited" machine=0 wait=1\.\d+s until=\S+ mark=\S+ suppressed=0\n$`, p.stderr)
 	assert.GreaterOrEqual(t, time.Since(start), time.Second, "a fresh Redis should have made gen wait out most of the TTL")
 }
 

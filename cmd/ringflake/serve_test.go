@@ -242,7 +242,7 @@ func TestServeLeaseLost(t *testing.T) {
 	assert.Equal(t, 503, r.code)
 	assert.Equal(t, "1", r.header.Get("Retry-After"))
 	assert.Contains(t, r.body, "ringflake: machine ID lease is not held")
-	assert.Contains(t, r.body, "machine ID lease is not held: machineid_redis: lease on machine ID", "the store's error is the cause")
+	assert.Contains(t, r.body, "machine ID lease is not held: machineid_redis: machineid: lease lost: no renewal of machine ID", "the store's error is the cause")
 	r = mustGet(t, s.addr, "/readyz")
 	assert.Equal(t, 503, r.code)
 	var ready readiness

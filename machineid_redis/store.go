@@ -1,0 +1,276 @@
+package machineid_redis
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// limits are Redis's bounds on the common options. Below a TTL of 1s the
+// margin and the renewal interval are within reach of a GC pause; above
+// 5m a crashed holder's ID, and the wait after a Redis restart, last too
+// long. Past 10^14 Lua spells numbers in exponent form, and two IDs could
+// share a lease key.
+var limits = machineid.Limits{
+	Name:   "machineid_redis",
+	MinTTL: time.Second,
+	MaxTTL: 5 * time.Minute,
+	MaxID:  1e14 - 1,
+}
+
+const (
+	defaultPrefix = "{ringflake}:"
+	maxSkew       = time.Minute
+)
+
+// settings are the options of this store alone.
+type settings struct {
+	prefix   string
+	skew     time.Duration
+	hostMode bool
+	host     string
+}
+
+// WithPrefix sets the prefix of every key. It must contain a Redis Cluster
+// hash tag, a non-empty "{...}", so that all keys share one slot, unless
+// the client is a plain *redis.Client (standalone or Sentinel). "", the
+// default, means "{ringflake}:".
+func WithPrefix(p string) machineid.Option {
+	return machineid.StoreOption("machineid_redis.WithPrefix", func(s *settings) { s.prefix = p })
+}
+
+// WithMaxClockSkew sets how far apart the clocks of the holders and of the
+// Redis server may be, 0..1m; 0, the default, means they agree within the
+// safety margin. It widens the restart floor after a Redis restart that
+// lost marks (TTL + d), and how far a holder's clock may read ahead of the
+// server's before it is refused (margin + d). See docs/machineid_redis.md.
+func WithMaxClockSkew(d time.Duration) machineid.Option {
+	return machineid.StoreOption("machineid_redis.WithMaxClockSkew", func(s *settings) { s.skew = d })
+}
+
+// WithHostMapping selects host mode, compatible with the keys of an
+// existing host mapping: host is looked up in <prefix>IP_MACHINE_ID_MAPPING
+// and, if absent, given the ID after <prefix>MAX_ID, in one atomic script
+// that never goes past the range; the ID is then leased, so that a second
+// live process on the host is refused with [ErrHostInUse]. IDs are never
+// recycled. host "" means this host's first private IPv4 address, or its
+// hostname if it has none.
+func WithHostMapping(host string) machineid.Option {
+	return machineid.StoreOption("machineid_redis.WithHostMapping", func(s *settings) { s.hostMode, s.host = true, host })
+}
+
+// store is a machineid.Store on Redis.
+type store struct {
+	client redis.UniversalClient // written once by New
+	settings
+	keys []string // the scripts' KEYS; written once by New
+	late late     // the error of a call eval gave up on
+
+	inflight sync.WaitGroup // calls running, even those eval gave up on
+}
+
+// New returns a Holder of machine IDs leased from Redis through client, a
+// standalone, Sentinel or Cluster client. It does not contact Redis; the
+// first MachineID does. It returns an error wrapping
+// ringflake.ErrInvalidConfig, naming the value and its valid range, if
+// client is nil, an option is out of range, or the prefix has no hash tag
+// on a multi-node client.
+func New(client redis.UniversalClient, opts ...machineid.Option) (*machineid.Holder, error) {
+	h, _, err := newStore(client, opts)
+	return h, err
+}
+
+// newStore is New, with the store too.
+func newStore(client redis.UniversalClient, opts []machineid.Option) (*machineid.Holder, *store, error) {
+	if client == nil {
+		return nil, nil, invalid("client", "nil", "a redis.UniversalClient")
+	}
+	s := &store{client: client}
+	h, err := machineid.NewHolder(s, &s.settings, limits, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.prefix == "" {
+		s.prefix = defaultPrefix
+	}
+	_, single := client.(*redis.Client)
+	switch {
+	case !hasHashTag(s.prefix) && !single:
+		return nil, nil, invalid("prefix", fmt.Sprintf("%q", s.prefix), fmt.Sprintf("one with a hash tag, such as %q: Lua scripts need every key in one Cluster slot", "{"+strings.Trim(s.prefix, ":")+"}:"))
+	case s.skew < 0 || s.skew > maxSkew:
+		return nil, nil, invalid("max clock skew", s.skew, fmt.Sprintf("0..%v", maxSkew))
+	}
+	if s.hostMode && s.host == "" {
+		if s.host, err = defaultHost(); err != nil {
+			return nil, nil, err
+		}
+	}
+	s.keys = []string{s.prefix + "MARKS"}
+	if s.hostMode {
+		s.keys = append(s.keys, s.prefix+"IP_MACHINE_ID_MAPPING", s.prefix+"MAX_ID")
+	}
+	return h, s, nil
+}
+
+func invalid(name string, value any, valid string) error {
+	return fmt.Errorf("%w: machineid_redis: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
+}
+
+// hasHashTag reports whether every key starting with prefix hashes on a
+// tag inside prefix: Redis Cluster hashes the text between the first "{"
+// and the next "}" when it is non-empty, and the suffixes this package
+// appends contain no braces.
+func hasHashTag(prefix string) bool {
+	_, rest, ok := strings.Cut(prefix, "{")
+	return ok && strings.IndexByte(rest, '}') > 0
+}
+
+// defaultHost is host mode's name for this host: its first private IPv4
+// address, as host mappings use, or else its hostname.
+func defaultHost() (string, error) {
+	if n, err := machineid.PrivateIP(1<<32 - 1).MachineID(context.Background()); err == nil {
+		return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String(), nil
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "", invalid("host", `""`, fmt.Sprintf("a host name: this host has no private IPv4 address and no hostname (%v)", err))
+	}
+	return h, nil
+}
+
+// Take runs the mode's acquire script. The scripts work in ms on the
+// holder's clock: now is the Claim's Until less its TTL.
+func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
+	sent := time.Now()
+	now, ttl := c.Until.Add(-c.TTL).UnixMilli(), c.TTL.Milliseconds()
+	restart, slack := ttl+s.skew.Milliseconds(), s.slack(c).Milliseconds()
+	var (
+		res []int64
+		err error
+	)
+	if s.hostMode {
+		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, now, ttl, restart, slack)
+	} else {
+		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, ttl, restart, slack)
+	}
+	if err != nil {
+		return machineid.Grant{}, err
+	}
+	if err := s.refused(res, now, c); err != nil {
+		return machineid.Grant{}, err
+	}
+	after := res[1]
+	if up := res[3]; up >= 0 {
+		// The script's restart floor counts from when the call was sent;
+		// counted from when the answer came, it cannot be too low however
+		// late the script ran.
+		after = max(after, now+time.Since(sent).Milliseconds()-up+restart)
+	}
+	return machineid.Grant{ID: res[0], After: msTime(after), Until: msTime(res[2])}, nil
+}
+
+// Renew runs the renew script on id.
+func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machineid.Grant, error) {
+	now, ttl := c.Until.Add(-c.TTL).UnixMilli(), c.TTL.Milliseconds()
+	res, err := s.eval(ctx, renew, s.prefix, c.Token, id, ttl, now, ttl, s.slack(c).Milliseconds())
+	switch {
+	case err != nil:
+		return machineid.Grant{}, err
+	case len(res) == 2 && res[0] == 1:
+		return machineid.Grant{ID: id, Until: msTime(res[1])}, nil
+	case len(res) == 2 && res[0] == -2:
+		return machineid.Grant{}, s.clockAhead(now, res[1], c)
+	case len(res) == 1 && res[0] == -1:
+		return machineid.Grant{}, fmt.Errorf("%w: machine ID %d was taken by another owner", machineid.ErrLeaseLost, id)
+	}
+	return machineid.Grant{}, fmt.Errorf("%w: machine ID %d is gone from Redis (expired on the server, or deleted)", machineid.ErrLeaseLost, id)
+}
+
+// Release runs the release script, which frees the lease the token's
+// owner hash names as well as id.
+func (s *store) Release(ctx context.Context, c machineid.Claim, id int64, issued time.Time) error {
+	issuedMs := int64(-1) // keep the mark
+	if !issued.IsZero() {
+		issuedMs = max(ceilMs(issued), 0)
+	}
+	s.settle(ctx)
+	_, err := s.eval(ctx, release, s.prefix, c.Token, id, issuedMs, c.TTL.Milliseconds(), s.slack(c).Milliseconds())
+	return err
+}
+
+// refused turns an acquire script's refusal into an error, or returns nil
+// for a well-formed {id, after, mark, up}. now is the clock reading the
+// call was sent with.
+func (s *store) refused(res []int64, now int64, c machineid.Claim) error {
+	if len(res) == 0 {
+		return fmt.Errorf("machineid_redis: acquire script returned nothing")
+	}
+	arg := func(i int) int64 {
+		if i < len(res) {
+			return res[i]
+		}
+		return 0
+	}
+	rng := fmt.Sprintf("%d..%d", c.Lo, c.Hi)
+	switch code := res[0]; {
+	case code >= 0 && len(res) == 4:
+		return nil
+	case code == -1 && !s.hostMode:
+		return fmt.Errorf("%w: every ID in %s is leased (%d held, prefix %q)", machineid.ErrExhausted, rng, arg(1), s.prefix)
+	case code == -1:
+		return fmt.Errorf("%w: %sMAX_ID = %d, the end of %s, and host %q has no mapping; host mode never recycles IDs, lease mode does",
+			machineid.ErrExhausted, s.prefix, arg(1), rng, s.host)
+	case code == -2:
+		return fmt.Errorf("%w: host %q maps to machine ID %d, leased by another process for %v more; run one process per host or use lease mode",
+			ErrHostInUse, s.host, arg(1), time.Duration(arg(2))*time.Millisecond)
+	case code == -3:
+		return fmt.Errorf("%w: host %q maps to %d, outside %s", ErrBadMapping, s.host, arg(1), rng)
+	case code == -4:
+		return fmt.Errorf("%w: host %q maps to a value that is not a decimal ID (1-15 digits) in %sIP_MACHINE_ID_MAPPING", ErrBadMapping, s.host, s.prefix)
+	case code == -5:
+		return fmt.Errorf("%w: %sMAX_ID holds a value that is not a decimal ID (1-15 digits)", ErrBadMapping, s.prefix)
+	case code == -6:
+		return s.clockAhead(now, arg(1), c)
+	}
+	return fmt.Errorf("machineid_redis: acquire script returned %v", res)
+}
+
+// clockAhead explains a script's refusal of a clock reading, now, that is
+// more than the slack ahead of the server's time, srv (both in ms).
+func (s *store) clockAhead(now, srv int64, c machineid.Claim) error {
+	return fmt.Errorf("machineid_redis: this process's clock is %v ahead of the Redis server's; at most %v (safety margin %v + max clock skew %v) is allowed, so that no mark is set more than the TTL and that past the server's time",
+		time.Duration(now-srv)*time.Millisecond, s.slack(c), c.Margin, s.skew)
+}
+
+// slack is how far a holder's clock may read ahead of the server's: the
+// safety margin plus the allowed skew. No mark is set further than the TTL
+// plus slack past the server's time.
+func (s *store) slack(c machineid.Claim) time.Duration { return c.Margin + s.skew }
+
+// msTime converts a mark in ms since the Unix epoch to a time; 0 or less
+// means no mark, the zero Time.
+func msTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// ceilMs returns t in ms since the Unix epoch, rounded up, so that a mark
+// made from it covers every instant up to t.
+func ceilMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
