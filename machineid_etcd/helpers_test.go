@@ -35,18 +35,18 @@ func clientConfig(endpoints []string) clientv3.Config {
 	return clientv3.Config{Endpoints: endpoints, Logger: zap.NewNop()}
 }
 
-// newLeaser returns a Leaser on c with the test's TTL and opts, released
+// newHolder returns a Holder on c with the test's TTL and opts, released
 // when the test ends.
-func newLeaser(t testing.TB, c *clientv3.Client, opts ...machineid_etcd.Option) *machineid_etcd.Leaser {
+func newHolder(t testing.TB, c *clientv3.Client, opts ...machineid.Option) *machineid.Holder {
 	t.Helper()
-	l, err := machineid_etcd.New(c, append([]machineid_etcd.Option{machineid_etcd.WithTTL(ttl)}, opts...)...)
+	l, err := machineid_etcd.New(c, append([]machineid.Option{machineid.WithTTL(ttl)}, opts...)...)
 	require.NoError(t, err, "New")
 	t.Cleanup(func() { _ = l.Release(time.Time{}) })
 	return l
 }
 
 // acquire calls MachineID with a 5s deadline and fails the test on error.
-func acquire(t testing.TB, l *machineid_etcd.Leaser) int64 {
+func acquire(t testing.TB, l *machineid.Holder) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -55,13 +55,32 @@ func acquire(t testing.TB, l *machineid_etcd.Leaser) int64 {
 	return id
 }
 
+// takeWhenFree calls h's MachineID until it succeeds, while it fails with
+// ErrExhausted and for at most 10 TTLs, time enough for another holder's
+// abandoned lease to expire in etcd. It returns when the call that
+// succeeded began.
+func takeWhenFree(t testing.TB, h *machineid.Holder) time.Time {
+	t.Helper()
+	for first := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := h.MachineID(ctx)
+		cancel()
+		if err == nil {
+			return start
+		}
+		require.ErrorIs(t, err, machineid.ErrExhausted, "MachineID while another holder's lease lives")
+		require.Less(t, time.Since(first), 10*ttl, "the other holder's etcd lease did not expire")
+	}
+}
+
 // report is one lease a watcher was given, and when.
 type report struct {
 	at time.Time
 	machineid.Lease
 }
 
-// recorder keeps every lease a Leaser reports to it. It is safe for
+// recorder keeps every lease a Holder reports to it. It is safe for
 // concurrent use.
 type recorder struct {
 	mu      sync.Mutex
