@@ -2,8 +2,10 @@ package machineid_etcd_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,4 +209,70 @@ func blackhole(t testing.TB) string {
 		}
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// proxy forwards TCP connections to a server, and can cut them off, as a
+// network partition would, and heal again on the same address.
+type proxy struct {
+	target string
+	ln     net.Listener
+
+	mu    sync.Mutex // protects cut and conns
+	cut   bool
+	conns []net.Conn
+}
+
+// newProxy returns a proxy to the server at url ("http://host:port"),
+// closed when the test ends.
+func newProxy(t testing.TB, url string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{target: strings.TrimPrefix(url, "http://"), ln: ln}
+	go p.serve()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.setCut(true)
+	})
+	return p
+}
+
+// url returns the proxy's address as an endpoint.
+func (p *proxy) url() string { return "http://" + p.ln.Addr().String() }
+
+// setCut cuts the proxy's connections and refuses new ones (cut), or lets
+// them through again.
+func (p *proxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+func (p *proxy) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		if err != nil || p.cut {
+			p.mu.Unlock()
+			_ = in.Close()
+			if out != nil {
+				_ = out.Close()
+			}
+			continue
+		}
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
+		go func() { _, _ = io.Copy(in, out); _ = in.Close() }()
+	}
 }

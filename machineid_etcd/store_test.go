@@ -359,3 +359,30 @@ func TestClockAheadCostsWait(t *testing.T) {
 	assert.Greater(t, waited, skew-500*time.Millisecond, "New on the right clock took %v; want about the skew, %v", waited, skew)
 	t.Logf("New on the right clock waited %v for a mark %v ahead", waited.Round(time.Millisecond), skew)
 }
+
+// TestExhaustedAfterPartition cuts a holder of the range's only ID off
+// etcd until its lease lapses and another holder takes the ID: once the
+// partition heals, the first holder's lease names the cause that holds
+// now, every ID held, not the timeouts of the partition.
+func TestExhaustedAfterPartition(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	p := newProxy(t, e.Endpoints()[0])
+	rng := machineid.WithRange(0, 0)
+	a := newHolder(t, newClient(t, []string{p.url()}), rng)
+	ra := record(t, a)
+	require.Equal(t, int64(0), acquire(t, a))
+	p.setCut(true)
+	ra.waitFor(t, "a's lease lapsed", 1, 3*ttl, func(l machineid.Lease) bool { return !l.Held })
+
+	b := newHolder(t, newClient(t, e.Endpoints()), rng)
+	takeWhenFree(t, b)
+	t.Logf("a's cause while cut off: %v", a.Lease().Err)
+	p.setCut(false)
+	healed := time.Now()
+	exhausted := func() bool { return errors.Is(a.Lease().Err, machineid.ErrExhausted) }
+	ok := assert.Eventually(t, exhausted, 10*ttl, 20*time.Millisecond, "a's cause after the partition healed, with 0 held by b; want ErrExhausted")
+	cur := a.Lease()
+	assert.False(t, cur.Held, "a's lease after the partition healed")
+	t.Logf("a's cause %v after the heal (found: %v): %v", time.Since(healed).Round(time.Millisecond), ok, cur.Err)
+}
