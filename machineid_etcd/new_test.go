@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/etcdtest"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
 )
@@ -44,4 +46,19 @@ func TestBadConfigRefused(t *testing.T) {
 		assert.NoError(t, err)
 		assert.NotNil(t, h)
 	})
+}
+
+// TestWithPrefix checks that a Holder writes its keys under its prefix
+// only, and that holders under different prefixes share no IDs.
+func TestWithPrefix(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	c := newClient(t, e.Endpoints())
+	rng := machineid.WithRange(0, 0)
+	a := newHolder(t, c, rng, machineid_etcd.WithPrefix("a/"))
+	b := newHolder(t, c, rng, machineid_etcd.WithPrefix("b/"))
+	require.Equal(t, int64(0), acquire(t, a))
+	require.Equal(t, int64(0), acquire(t, b), "b's ID; want 0, which a holds under another prefix")
+	assert.Empty(t, owner(t, c, 0), "owner of 0 under the default prefix")
+	assert.False(t, readMark(t, c, "a/", 0).IsZero(), "a's mark under a/")
 }
