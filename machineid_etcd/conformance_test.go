@@ -25,8 +25,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// harness describes e to the suite. Each Leaser has a client of its own,
-// which Abandon closes: the Leaser's calls then fail, and its lease is left
+// harness describes e to the suite. Each Holder has a client of its own,
+// which Abandon closes: the Holder's calls then fail, and its lease is left
 // to expire in etcd.
 func harness(e *etcdtest.Cluster) machineidtest.Harness {
 	var mu sync.Mutex
@@ -34,11 +34,11 @@ func harness(e *etcdtest.Cluster) machineidtest.Harness {
 	return machineidtest.Harness{
 		NewLeaser: func(t *testing.T, lo, hi int64, ttl time.Duration) (machineid.Leaser, error) {
 			c := newClient(t, e.Endpoints())
-			l, err := machineid_etcd.New(c, machineid_etcd.WithRange(lo, hi), machineid_etcd.WithTTL(ttl))
+			l, err := machineid_etcd.New(c, machineid.WithRange(lo, hi), machineid.WithTTL(ttl))
 			if err != nil {
 				return nil, err
 			}
-			// An abandoned Leaser's renewer runs until Release, which then
+			// An abandoned Holder's renewer runs until Release, which then
 			// fails at once on the closed client and releases nothing.
 			t.Cleanup(func() { _ = l.Release(time.Time{}) })
 			mu.Lock()

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
 )
 
@@ -20,11 +21,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	leaser, err := machineid_etcd.New(client, machineid_etcd.WithTTL(10*time.Second), machineid_etcd.WithRange(0, 1023))
+	holder, err := machineid_etcd.New(client, machineid.WithTTL(10*time.Second), machineid.WithRange(0, 1023))
 	if err != nil {
 		log.Fatal(err)
 	}
-	gen, err := ringflake.New(ringflake.WithMachineIDSource(leaser))
+	gen, err := ringflake.New(ringflake.WithMachineIDSource(holder))
 	if err != nil {
 		log.Fatal(err) // etcd unreachable, every ID held, ...
 	}
@@ -36,15 +37,33 @@ func Example() {
 	fmt.Println(id)
 }
 
-// New refuses an option out of range, before contacting etcd.
+// New refuses an option out of range, before contacting etcd: etcd counts
+// lease TTLs in whole seconds.
 func ExampleNew_invalid() {
 	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	_, err = machineid_etcd.New(client, machineid_etcd.WithTTL(1500*time.Millisecond))
+	_, err = machineid_etcd.New(client, machineid.WithTTL(1500*time.Millisecond))
 	fmt.Println(err)
 	// Output:
-	// ringflake: invalid configuration: machineid_etcd: TTL = 1.5s; valid: whole seconds from 1s to 1h
+	// ringflake: invalid configuration: machineid_etcd: TTL = 1.5s; valid: a whole number of 1s
+}
+
+// Holders share machine IDs when they share a key prefix; give each ID
+// space a prefix of its own. An empty one is refused.
+func ExampleWithPrefix() {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	_, err = machineid_etcd.New(client, machineid_etcd.WithPrefix("orders/machineid/"))
+	fmt.Println(err)
+	_, err = machineid_etcd.New(client, machineid_etcd.WithPrefix(""))
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// ringflake: invalid configuration: machineid_etcd: prefix = ""; valid: any non-empty string
 }

@@ -2,8 +2,10 @@ package machineid_etcd_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,18 +37,18 @@ func clientConfig(endpoints []string) clientv3.Config {
 	return clientv3.Config{Endpoints: endpoints, Logger: zap.NewNop()}
 }
 
-// newLeaser returns a Leaser on c with the test's TTL and opts, released
+// newHolder returns a Holder on c with the test's TTL and opts, released
 // when the test ends.
-func newLeaser(t testing.TB, c *clientv3.Client, opts ...machineid_etcd.Option) *machineid_etcd.Leaser {
+func newHolder(t testing.TB, c *clientv3.Client, opts ...machineid.Option) *machineid.Holder {
 	t.Helper()
-	l, err := machineid_etcd.New(c, append([]machineid_etcd.Option{machineid_etcd.WithTTL(ttl)}, opts...)...)
+	l, err := machineid_etcd.New(c, append([]machineid.Option{machineid.WithTTL(ttl)}, opts...)...)
 	require.NoError(t, err, "New")
 	t.Cleanup(func() { _ = l.Release(time.Time{}) })
 	return l
 }
 
 // acquire calls MachineID with a 5s deadline and fails the test on error.
-func acquire(t testing.TB, l *machineid_etcd.Leaser) int64 {
+func acquire(t testing.TB, l *machineid.Holder) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -55,13 +57,32 @@ func acquire(t testing.TB, l *machineid_etcd.Leaser) int64 {
 	return id
 }
 
+// takeWhenFree calls h's MachineID until it succeeds, while it fails with
+// ErrExhausted and for at most 10 TTLs, time enough for another holder's
+// abandoned lease to expire in etcd. It returns when the call that
+// succeeded began.
+func takeWhenFree(t testing.TB, h *machineid.Holder) time.Time {
+	t.Helper()
+	for first := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := h.MachineID(ctx)
+		cancel()
+		if err == nil {
+			return start
+		}
+		require.ErrorIs(t, err, machineid.ErrExhausted, "MachineID while another holder's lease lives")
+		require.Less(t, time.Since(first), 10*ttl, "the other holder's etcd lease did not expire")
+	}
+}
+
 // report is one lease a watcher was given, and when.
 type report struct {
 	at time.Time
 	machineid.Lease
 }
 
-// recorder keeps every lease a Leaser reports to it. It is safe for
+// recorder keeps every lease a Holder reports to it. It is safe for
 // concurrent use.
 type recorder struct {
 	mu      sync.Mutex
@@ -188,4 +209,70 @@ func blackhole(t testing.TB) string {
 		}
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// proxy forwards TCP connections to a server, and can cut them off, as a
+// network partition would, and heal again on the same address.
+type proxy struct {
+	target string
+	ln     net.Listener
+
+	mu    sync.Mutex // protects cut and conns
+	cut   bool
+	conns []net.Conn
+}
+
+// newProxy returns a proxy to the server at url ("http://host:port"),
+// closed when the test ends.
+func newProxy(t testing.TB, url string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{target: strings.TrimPrefix(url, "http://"), ln: ln}
+	go p.serve()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.setCut(true)
+	})
+	return p
+}
+
+// url returns the proxy's address as an endpoint.
+func (p *proxy) url() string { return "http://" + p.ln.Addr().String() }
+
+// setCut cuts the proxy's connections and refuses new ones (cut), or lets
+// them through again.
+func (p *proxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+func (p *proxy) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		if err != nil || p.cut {
+			p.mu.Unlock()
+			_ = in.Close()
+			if out != nil {
+				_ = out.Close()
+			}
+			continue
+		}
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
+		go func() { _, _ = io.Copy(in, out); _ = in.Close() }()
+	}
 }

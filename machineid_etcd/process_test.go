@@ -199,7 +199,8 @@ func (w *worker) ids(t *testing.T) []ringflake.ID {
 // events returns what the worker printed.
 func (w *worker) events() string { return w.log.String() }
 
-// syncBuffer is a bytes buffer safe for concurrent use.
+// syncBuffer is a bytes buffer that a worker's stdout and stderr share,
+// under a mutex.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder

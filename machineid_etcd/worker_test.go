@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
 )
 
@@ -91,11 +92,11 @@ func work(out string) int {
 	}
 }
 
-// startGenerator makes the worker's generator, with a new Leaser for each
+// startGenerator makes the worker's generator, with a new Holder for each
 // try, until it succeeds or SIGTERM comes (nil).
 func startGenerator(client *clientv3.Client, lo, hi int64, term <-chan os.Signal) *ringflake.Generator {
 	for {
-		l, err := machineid_etcd.New(client, machineid_etcd.WithTTL(ttl), machineid_etcd.WithRange(lo, hi))
+		l, err := machineid_etcd.New(client, machineid.WithTTL(ttl), machineid.WithRange(lo, hi))
 		if err != nil {
 			fmt.Printf("error BAD %v\n", err)
 			return nil
@@ -106,7 +107,7 @@ func startGenerator(client *clientv3.Client, lo, hi int64, term <-chan os.Signal
 			return gen
 		}
 		class := "new"
-		if !errors.Is(err, machineid_etcd.ErrExhausted) && !errors.Is(err, ringflake.ErrMarkAhead) &&
+		if !errors.Is(err, machineid.ErrExhausted) && !errors.Is(err, ringflake.ErrMarkAhead) &&
 			!errors.Is(err, ringflake.ErrLeaseLost) && !errors.Is(err, context.DeadlineExceeded) {
 			class = "BAD"
 		}

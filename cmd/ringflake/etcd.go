@@ -36,23 +36,14 @@ func etcdLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 	if c.skew != 0 {
 		return nil, nil, errNoSkew("etcd")
 	}
-	var opts []me.Option // each only when set: 0 is out of range for some
-	if c.ttl != 0 {
-		opts = append(opts, me.WithTTL(c.ttl))
-	}
+	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin), machineid.WithClock(c.clock)}
 	if q.Has("prefix") {
 		opts = append(opts, me.WithPrefix(q.Get("prefix")))
 	}
-	if c.margin != 0 {
-		opts = append(opts, me.WithSafetyMargin(c.margin))
-	}
 	if c.hi >= 0 {
-		opts = append(opts, me.WithRange(c.lo, c.hi))
+		opts = append(opts, machineid.WithRange(c.lo, c.hi))
 	}
-	if c.clock != nil {
-		opts = append(opts, me.WithClock(c.clock))
-	}
-	// clientv3.New does not dial; the Leaser's first call does, bounded by
+	// clientv3.New does not dial; the Holder's first call does, bounded by
 	// the generator's acquire timeout. Its log would break the one-line
 	// error rule: failures reach the user as errors instead.
 	client, err := clientv3.New(clientv3.Config{
@@ -93,22 +84,22 @@ func etcdEndpoints(u *url.URL) ([]string, error) {
 	return endpoints, nil
 }
 
-// reachable is an etcd Leaser that first checks that some endpoint takes a
+// reachable is an etcd Holder that first checks that some endpoint takes a
 // TCP connection. etcd's client waits for a connection until its context
 // ends and then reports only that; an endpoint that refuses or does not
 // answer is better reported at once, with the dial's error, as the other
 // stores' clients do.
 type reachable struct {
-	*me.Leaser
+	*machineid.Holder
 	endpoints []string
 }
 
-// MachineID is the Leaser's, once an endpoint has taken a connection.
+// MachineID is the Holder's, once an endpoint has taken a connection.
 func (l *reachable) MachineID(ctx context.Context) (int64, error) {
 	if err := dialAny(ctx, l.endpoints); err != nil {
 		return -1, fmt.Errorf("no etcd endpoint reachable: %w", err)
 	}
-	return l.Leaser.MachineID(ctx)
+	return l.Holder.MachineID(ctx)
 }
 
 // dialAny returns nil once one of endpoints takes a TCP connection, or the

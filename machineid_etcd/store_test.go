@@ -3,100 +3,17 @@ package machineid_etcd_test
 import (
 	"context"
 	"errors"
-	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/etcdtest"
 	"github.com/ringflake/ringflake/machineid"
-	"github.com/ringflake/ringflake/machineid_etcd"
 )
-
-// TestLowestFreeID checks that each Leaser takes the lowest ID no live
-// lease holds, and that a released ID is the lowest free one again (its
-// mark, lowered to a past time, does not stand in the way).
-func TestLowestFreeID(t *testing.T) {
-	t.Parallel()
-	e := etcdtest.Start(t)
-	c := newClient(t, e.Endpoints())
-	rng := machineid_etcd.WithRange(5, 9)
-	a, b := newLeaser(t, c, rng), newLeaser(t, c, rng)
-	assert.Equal(t, int64(5), acquire(t, a), "first MachineID; want the range's lowest")
-	assert.Equal(t, int64(6), acquire(t, b), "second MachineID; want the next")
-	require.NoError(t, a.Release(time.Now()), "Release")
-	assert.Equal(t, int64(5), acquire(t, newLeaser(t, c, rng)), "MachineID after 5 was released; want 5 again")
-}
-
-// TestPrefersPassedMark checks that a Leaser skips a free ID whose mark is
-// ahead of its clock for one it can issue on at once, and takes the free ID
-// with the earliest mark when every free one is ahead.
-func TestPrefersPassedMark(t *testing.T) {
-	t.Parallel()
-	e := etcdtest.Start(t)
-	c := newClient(t, e.Endpoints())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for id, ahead := range map[string]time.Duration{"0": time.Hour, "1": 10 * time.Minute, "2": 20 * time.Minute} {
-		_, err := c.Put(ctx, "ringflake/machineid/mark/"+id, strconv.FormatInt(time.Now().Add(ahead).UnixNano(), 10))
-		require.NoError(t, err)
-	}
-	assert.Equal(t, int64(3), acquire(t, newLeaser(t, c, machineid_etcd.WithRange(0, 3))), "ID with 0..2's marks ahead; want 3, which has none")
-	l := newLeaser(t, c, machineid_etcd.WithRange(0, 2))
-	assert.Equal(t, int64(1), acquire(t, l), "ID with every free mark ahead; want 1, the earliest")
-	after := record(t, l).last().After
-	assert.InDelta(t, 10*time.Minute, time.Until(after), float64(time.Minute), "After = %v; want 1's mark, 10 minutes ahead", after)
-}
-
-// TestExclusiveUnderContention has more Leasers than IDs, each with its own
-// client, acquire at once: every ID goes to exactly one, and the others are
-// refused with ErrExhausted.
-func TestExclusiveUnderContention(t *testing.T) {
-	t.Parallel()
-	e := etcdtest.Start(t)
-	const ids, leasers = 8, 20
-	ls := make([]*machineid_etcd.Leaser, leasers)
-	for i := range ls {
-		ls[i] = newLeaser(t, newClient(t, e.Endpoints()), machineid_etcd.WithRange(0, ids-1))
-	}
-	got := make([]int64, leasers)
-	errs := make([]error, leasers)
-	var g errgroup.Group
-	for i, l := range ls {
-		g.Go(func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			got[i], errs[i] = l.MachineID(ctx)
-			return nil
-		})
-	}
-	require.NoError(t, g.Wait())
-	var held []int64
-	for i := range ls {
-		if errs[i] != nil {
-			assert.ErrorIs(t, errs[i], machineid_etcd.ErrExhausted, "leaser %d", i)
-			continue
-		}
-		held = append(held, got[i])
-	}
-	sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
-	assert.Equal(t, []int64{0, 1, 2, 3, 4, 5, 6, 7}, held, "IDs held; want each of 0..7 exactly once")
-
-	c := newClient(t, e.Endpoints())
-	tokens := map[string]bool{}
-	for id := range int64(ids) {
-		tok := owner(t, c, id)
-		assert.NotEmpty(t, tok, "owner of %d", id)
-		assert.False(t, tokens[tok], "token %s owns two IDs", tok)
-		tokens[tok] = true
-	}
-}
 
 // TestExpiryAndReuse abandons a holder, as a crash would: it reports the
 // lease lost before etcd expires it, the ID is free again after the TTL,
@@ -106,29 +23,17 @@ func TestExpiryAndReuse(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	ca := newClient(t, e.Endpoints())
-	a := newLeaser(t, ca, machineid_etcd.WithRange(0, 0))
+	a := newHolder(t, ca, machineid.WithRange(0, 0))
 	ra := record(t, a)
 	require.Equal(t, int64(0), acquire(t, a))
 	first := ra.last().Until
 	ra.waitFor(t, "a renewal raising Until", 1, 3*ttl, func(l machineid.Lease) bool { return l.Held && l.Until.After(first) })
 	require.NoError(t, ca.Close(), "closing a's client")
 
-	b := newLeaser(t, newClient(t, e.Endpoints()), machineid_etcd.WithRange(0, 0))
-	var start time.Time
-	for {
-		start = time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := b.MachineID(ctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		require.ErrorIs(t, err, machineid_etcd.ErrExhausted, "b's MachineID while a's lease lives")
-		require.Less(t, time.Since(start), 10*ttl, "the abandoned lease did not expire")
-		time.Sleep(20 * time.Millisecond)
-	}
+	b := newHolder(t, newClient(t, e.Endpoints()), machineid.WithRange(0, 0))
+	start := takeWhenFree(t, b)
 	lost, _ := ra.waitFor(t, "a's lease lost", 0, 0, func(l machineid.Lease) bool { return !l.Held && l.ID == 0 })
-	assert.ErrorIs(t, lost.Err, machineid_etcd.ErrLeaseLost, "a's cause")
+	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost, "a's cause")
 	assert.True(t, lost.at.Before(start), "a reported the loss at %v, after b's successful claim started at %v", lost.at, start)
 
 	var maxUntil time.Time
@@ -149,9 +54,9 @@ func TestReleaseLowersMark(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	c := newClient(t, e.Endpoints())
-	rng := machineid_etcd.WithRange(0, 0)
+	rng := machineid.WithRange(0, 0)
 
-	a := newLeaser(t, c, rng)
+	a := newHolder(t, c, rng)
 	acquire(t, a)
 	assert.True(t, record(t, a).last().After.IsZero(), "a fresh ID's After; want zero")
 	issued := time.Now()
@@ -159,14 +64,14 @@ func TestReleaseLowersMark(t *testing.T) {
 	assert.Equal(t, issued.UnixNano(), markOf(t, c, 0).UnixNano(), "mark after a.Release(issued); want issued")
 	assert.Empty(t, owner(t, c, 0), "owner key after Release")
 
-	b := newLeaser(t, c, rng)
+	b := newHolder(t, c, rng)
 	acquire(t, b)
 	rb := record(t, b).last()
 	assert.Equal(t, issued.UnixNano(), rb.After.UnixNano(), "b's After; want a's issued")
 	require.NoError(t, b.Release(time.Time{}), "b.Release(zero)")
 	assert.Equal(t, rb.Until.UnixNano(), markOf(t, c, 0).UnixNano(), "mark after b.Release(zero time); want b's Until")
 
-	d := newLeaser(t, c, rng)
+	d := newHolder(t, c, rng)
 	acquire(t, d)
 	rd := record(t, d).last()
 	assert.Equal(t, rb.Until.UnixNano(), rd.After.UnixNano(), "d's After; want b's Until")
@@ -181,7 +86,7 @@ func TestKeyTaken(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	c := newClient(t, e.Endpoints())
-	a := newLeaser(t, c, machineid_etcd.WithRange(0, 1))
+	a := newHolder(t, c, machineid.WithRange(0, 1))
 	ra := record(t, a)
 	require.Equal(t, int64(0), acquire(t, a))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -190,7 +95,7 @@ func TestKeyTaken(t *testing.T) {
 	require.NoError(t, err)
 
 	lost, i := ra.waitFor(t, "the loss of 0", 1, 3*ttl, func(l machineid.Lease) bool { return !l.Held })
-	assert.ErrorIs(t, lost.Err, machineid_etcd.ErrLeaseLost)
+	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost)
 	assert.ErrorContains(t, lost.Err, "taken by another owner")
 	again, _ := ra.waitFor(t, "a new lease", i, 3*ttl, func(l machineid.Lease) bool { return l.Held })
 	assert.Equal(t, int64(1), again.ID, "ID after losing 0; want the free 1")
@@ -207,14 +112,14 @@ func TestKeyTaken(t *testing.T) {
 func TestLossWhenEtcdStops(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
-	l := newLeaser(t, newClient(t, e.Endpoints()))
+	l := newHolder(t, newClient(t, e.Endpoints()))
 	r := record(t, l)
 	id := acquire(t, l)
 	held := r.last()
 	e.Members[0].Kill()
 
 	lost, i := r.waitFor(t, "the loss", 1, 3*ttl, func(l machineid.Lease) bool { return !l.Held })
-	assert.ErrorIs(t, lost.Err, machineid_etcd.ErrLeaseLost)
+	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost)
 	t.Logf("cause: %v", lost.Err)
 	prev := r.all()[i-1]
 	// The last confirmed renewal was sent before prev was reported, so the
@@ -240,7 +145,7 @@ func TestReleaseRightAfterRestart(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	c := newClient(t, e.Endpoints())
-	l := newLeaser(t, c)
+	l := newHolder(t, c)
 	r := record(t, l)
 	id := acquire(t, l)
 	e.Members[0].Kill()
@@ -259,7 +164,7 @@ func TestRenewalRaisesUntil(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	c := newClient(t, e.Endpoints())
-	l := newLeaser(t, c)
+	l := newHolder(t, c)
 	r := record(t, l)
 	id := acquire(t, l)
 	from := 1
@@ -278,7 +183,7 @@ func TestRenewalRaisesUntil(t *testing.T) {
 // that never answers.
 func TestContextHonoured(t *testing.T) {
 	t.Parallel()
-	l := newLeaser(t, newClient(t, []string{blackhole(t)}))
+	l := newHolder(t, newClient(t, []string{blackhole(t)}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := l.MachineID(ctx)
@@ -294,39 +199,40 @@ func TestContextHonoured(t *testing.T) {
 	assert.Less(t, took, wait+500*time.Millisecond, "MachineID took %v with a %v deadline", took, wait)
 }
 
-// TestRelease checks that Release is idempotent, reports the lease not
-// held with ErrReleased, ends MachineID, and needs no server when nothing
-// was acquired.
+// TestRelease checks that Release deletes the owner key, is idempotent,
+// reports the lease not held with ErrReleased, needs no server when
+// nothing was taken, and that a later MachineID takes a lease again.
 func TestRelease(t *testing.T) {
 	t.Parallel()
 	t.Run("unused", func(t *testing.T) {
-		l := newLeaser(t, newClient(t, []string{blackhole(t)}))
+		l := newHolder(t, newClient(t, []string{blackhole(t)}))
 		start := time.Now()
-		assert.NoError(t, l.Release(time.Now()), "Release of an unused Leaser")
+		assert.NoError(t, l.Release(time.Now()), "Release of an unused Holder")
 		// A call to the black hole would last the call timeout (2 s); a
 		// second leaves room for a busy machine.
-		assert.Less(t, time.Since(start), time.Second, "Release of an unused Leaser contacted the server")
-		_, err := l.MachineID(context.Background())
-		assert.ErrorIs(t, err, machineid_etcd.ErrReleased, "MachineID after Release")
+		assert.Less(t, time.Since(start), time.Second, "Release of an unused Holder contacted the server")
 	})
 	t.Run("held", func(t *testing.T) {
 		e := etcdtest.Start(t)
 		c := newClient(t, e.Endpoints())
-		l := newLeaser(t, c)
+		l := newHolder(t, c)
 		r := record(t, l)
 		id := acquire(t, l)
 		require.NoError(t, l.Release(time.Now()))
 		require.NoError(t, l.Release(time.Now()), "second Release")
 		last := r.last()
 		assert.False(t, last.Held, "last report after Release")
-		assert.ErrorIs(t, last.Err, machineid_etcd.ErrReleased, "cause after Release")
+		assert.ErrorIs(t, last.Err, machineid.ErrReleased, "cause after Release")
 		assert.Empty(t, owner(t, c, id), "owner key after Release")
-		_, err := l.MachineID(context.Background())
-		assert.ErrorIs(t, err, machineid_etcd.ErrReleased, "MachineID after Release")
+		// A new holding, on an etcd lease of its own.
+		assert.Equal(t, id, acquire(t, l), "MachineID after Release; want the released ID again")
+		assert.NotEmpty(t, owner(t, c, id), "owner key of the new holding")
+		require.NoError(t, l.Release(time.Now()), "Release of the new holding")
+		assert.Empty(t, owner(t, c, id), "owner key after the second holding's Release")
 	})
 	t.Run("server gone", func(t *testing.T) {
 		e := etcdtest.Start(t)
-		l := newLeaser(t, newClient(t, e.Endpoints()))
+		l := newHolder(t, newClient(t, e.Endpoints()))
 		acquire(t, l)
 		e.Members[0].Kill()
 		err := l.Release(time.Now())
@@ -335,14 +241,14 @@ func TestRelease(t *testing.T) {
 	})
 }
 
-// TestGeneratorFollowsLease runs a ringflake generator on a Leaser: its IDs
+// TestGeneratorFollowsLease runs a ringflake generator on a Holder: its IDs
 // carry the leased machine ID, and Close releases the lease, lowering the
 // mark to the last time it issued.
 func TestGeneratorFollowsLease(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	c := newClient(t, e.Endpoints())
-	l := newLeaser(t, c, machineid_etcd.WithRange(3, 9))
+	l := newHolder(t, c, machineid.WithRange(3, 9))
 	g, err := ringflake.New(ringflake.WithMachineIDSource(l))
 	require.NoError(t, err, "ringflake.New")
 	var last ringflake.ID
@@ -365,7 +271,7 @@ func TestGeneratorFollowsLease(t *testing.T) {
 func TestConcurrentCalls(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
-	l := newLeaser(t, newClient(t, e.Endpoints()))
+	l := newHolder(t, newClient(t, e.Endpoints()))
 	var wg sync.WaitGroup
 	ids := make([]int64, 8)
 	for i := range ids {
@@ -398,7 +304,7 @@ func TestConcurrentCalls(t *testing.T) {
 // never answers: MachineID returns ErrReleased.
 func TestReleaseEndsMachineID(t *testing.T) {
 	t.Parallel()
-	l := newLeaser(t, newClient(t, []string{blackhole(t)}))
+	l := newHolder(t, newClient(t, []string{blackhole(t)}))
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.MachineID(context.Background())
@@ -408,7 +314,7 @@ func TestReleaseEndsMachineID(t *testing.T) {
 	_ = l.Release(time.Time{})
 	select {
 	case err := <-done:
-		assert.True(t, errors.Is(err, machineid_etcd.ErrReleased) || errors.Is(err, context.DeadlineExceeded),
+		assert.True(t, errors.Is(err, machineid.ErrReleased) || errors.Is(err, context.DeadlineExceeded),
 			"MachineID ended by Release: %v; want ErrReleased (or the call timeout, if it came first)", err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("MachineID still waits 5s after Release")
@@ -423,9 +329,9 @@ func TestClockAheadCostsWait(t *testing.T) {
 	e := etcdtest.Start(t)
 	const skew = 2 * time.Second
 	ahead := func() time.Time { return time.Now().Add(skew) }
-	rng := machineid_etcd.WithRange(0, 0)
+	rng := machineid.WithRange(0, 0)
 	a, err := ringflake.New(
-		ringflake.WithMachineIDSource(newLeaser(t, newClient(t, e.Endpoints()), rng, machineid_etcd.WithClock(ahead))),
+		ringflake.WithMachineIDSource(newHolder(t, newClient(t, e.Endpoints()), rng, machineid.WithClock(ahead))),
 		ringflake.WithClock(ahead))
 	require.NoError(t, err, "New with a clock ahead")
 	var aIDs []ringflake.ID
@@ -437,7 +343,7 @@ func TestClockAheadCostsWait(t *testing.T) {
 	require.NoError(t, a.Close(), "Close with a clock ahead")
 
 	start := time.Now()
-	b, err := ringflake.New(ringflake.WithMachineIDSource(newLeaser(t, newClient(t, e.Endpoints()), rng)),
+	b, err := ringflake.New(ringflake.WithMachineIDSource(newHolder(t, newClient(t, e.Endpoints()), rng)),
 		ringflake.WithAcquireTimeout(10*time.Second))
 	require.NoError(t, err, "New with a right clock")
 	defer b.Close()
@@ -452,4 +358,31 @@ func TestClockAheadCostsWait(t *testing.T) {
 	assert.Greater(t, first, aIDs[len(aIDs)-1], "b's first ID (time %v) not after a's last (time %v)", firstB.Time, lastA.Time)
 	assert.Greater(t, waited, skew-500*time.Millisecond, "New on the right clock took %v; want about the skew, %v", waited, skew)
 	t.Logf("New on the right clock waited %v for a mark %v ahead", waited.Round(time.Millisecond), skew)
+}
+
+// TestExhaustedAfterPartition cuts a holder of the range's only ID off
+// etcd until its lease lapses and another holder takes the ID: once the
+// partition heals, the first holder's lease names the cause that holds
+// now, every ID held, not the timeouts of the partition.
+func TestExhaustedAfterPartition(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	p := newProxy(t, e.Endpoints()[0])
+	rng := machineid.WithRange(0, 0)
+	a := newHolder(t, newClient(t, []string{p.url()}), rng)
+	ra := record(t, a)
+	require.Equal(t, int64(0), acquire(t, a))
+	p.setCut(true)
+	ra.waitFor(t, "a's lease lapsed", 1, 3*ttl, func(l machineid.Lease) bool { return !l.Held })
+
+	b := newHolder(t, newClient(t, e.Endpoints()), rng)
+	takeWhenFree(t, b)
+	t.Logf("a's cause while cut off: %v", a.Lease().Err)
+	p.setCut(false)
+	healed := time.Now()
+	exhausted := func() bool { return errors.Is(a.Lease().Err, machineid.ErrExhausted) }
+	ok := assert.Eventually(t, exhausted, 10*ttl, 20*time.Millisecond, "a's cause after the partition healed, with 0 held by b; want ErrExhausted")
+	cur := a.Lease()
+	assert.False(t, cur.Held, "a's lease after the partition healed")
+	t.Logf("a's cause %v after the heal (found: %v): %v", time.Since(healed).Round(time.Millisecond), ok, cur.Err)
 }
