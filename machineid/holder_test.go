@@ -65,6 +65,7 @@ func TestHolderConformance(t *testing.T) {
 					defer mu.Unlock()
 					clients[l].cut.Store(true)
 				},
+				Pause:     func(*testing.T) func() { return s.pause() },
 				Restart:   func(*testing.T) { s.restart() },
 				KeepsData: keeps,
 				TTL:       time.Second,

@@ -25,6 +25,21 @@ type memStore struct {
 	restarted time.Time
 	down      bool
 	calls     int
+	gate      chan struct{} // while paused, closed on resume; nil otherwise
+}
+
+// pause makes calls wait, as on a paused server, until resume.
+func (s *memStore) pause() (resume func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.gate = nil
+		s.mu.Unlock()
+		close(gate)
+	}
 }
 
 type memLease struct {
@@ -55,6 +70,16 @@ type memClient struct {
 func newMemClient(s *memStore) *memClient { return &memClient{s: s, unstick: make(chan struct{})} }
 
 func (c *memClient) enter(ctx context.Context) error {
+	c.s.mu.Lock()
+	gate := c.s.gate
+	c.s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if c.stuck.Load() {
 		<-c.unstick
 	}

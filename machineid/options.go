@@ -48,10 +48,13 @@ func WithRange(lo, hi int64) Option {
 // WithTTL sets how long the store keeps a lease without a renewal, within
 // 100ms..1h and the store's own bounds; 0 means the default, 10s. Renewals
 // run every TTL/3. The TTL is how long a crashed holder's ID stays taken,
-// and how far ahead of the clock the mark is raised. A store outage of up to
-// 2·TTL/3 − safety margin − max(TTL/10, call timeout) goes unseen (2.67s
-// at the defaults); a longer one may stop the generator until a renewal
-// succeeds. A longer TTL rides out a longer outage.
+// and how far ahead of the clock the mark is raised. The lease rides out a
+// store outage of up to 2·TTL/3 − safety margin (4.67s at the defaults)
+// when the store answers the renewal in flight once it is back (a paused
+// or overloaded server, delayed packets); one that refuses connections
+// meanwhile costs up to TTL/10 more, one that drops packets a TCP
+// retransmission. A longer outage stops the generator until a renewal
+// succeeds; a longer TTL rides out a longer one.
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.ttl = d })
 }

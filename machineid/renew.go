@@ -199,13 +199,12 @@ func (h *Holder) expire() {
 }
 
 // run renews s's lease every TTL/3 until Release, and takes one again
-// when it is lost. After a failed call it tries again sooner: TTL/10 after
-// the failed call began, or at once if it took longer (it timed out), so
-// that a renewal follows the end of an outage within the longer of TTL/10
-// and the call timeout. A lease therefore rides out an outage of up to
-// 2·TTL/3 − margin − max(TTL/10, call timeout): the outage may begin just
-// before a renewal is due, TTL/3 into the TTL − margin the last one
-// proved.
+// when it is lost. After a failed call it tries again TTL/10 after the
+// failed call began, or at once if it took longer (it timed out), so that
+// a call is nearly always in flight during an outage, and the first one
+// the store answers once it is back renews the lease. The lease therefore
+// rides out an outage of up to 2·TTL/3 − margin: it may begin just before a
+// renewal is due, TTL/3 into the TTL − margin the last one proved.
 func (h *Holder) run(s *session) {
 	defer close(s.stopped)
 	every, retry := h.cfg.ttl/3, h.cfg.ttl/10

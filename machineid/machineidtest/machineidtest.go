@@ -90,6 +90,11 @@ type Harness struct {
 	// stop it. Abandon gets the Leaser that NewLeaser returned.
 	Abandon func(l machineid.Leaser)
 
+	// Pause makes the store stop answering, as a paused server (SIGSTOP)
+	// does, without closing its connections, until resume is called.
+	// nil skips the Outage subtest.
+	Pause func(t *testing.T) (resume func())
+
 	// Restart stops the store and starts it again on the same address,
 	// returning once it answers. Run calls it once, while generators are
 	// issuing on leases, after its other subtests have ended. nil skips
@@ -103,14 +108,15 @@ type Harness struct {
 
 	// TTL is the lease TTL the suite uses: the shortest the store handles
 	// well, such as 1 or 2 seconds, so the expiry checks stay short. Run
-	// takes about four TTLs, and the time Restart takes.
+	// takes about seven TTLs, and the time Restart takes.
 	TTL time.Duration
 }
 
 // Run checks the contract of the store h describes, in subtests that say
 // what they check: Leases/Exclusive, Leases/Expiry, Leases/Release,
 // Leases/Marks, Leases/Context and Leases/Config, all at once, each on
-// machine IDs of its own; then Restart, alone. Together they check
+// machine IDs of its own; then Outage and Restart, each alone. Together
+// they check
 //   - exclusive holding under contention, many holders each with its own
 //     client, and leases kept past the TTL by renewal;
 //   - expiry and reuse after the TTL: the loss reported, with its cause,
@@ -122,6 +128,8 @@ type Harness struct {
 //   - marks that only grow, renewed ahead of the clock, that a generator
 //     never passes;
 //   - the context honoured, and bad configuration refused;
+//   - an outage of the store, from just before a renewal is due, that
+//     the lease rides out;
 //   - a store restart, with or without its data: each holder keeps its
 //     lease or reports the loss and issues again soon, and one that lost
 //     the data makes new holdings wait out a restart floor;
@@ -154,6 +162,12 @@ func Run(t *testing.T, h Harness) {
 		}
 		_ = g.Wait() // the goroutines return nil
 	})
+	t.Run("Outage", func(t *testing.T) {
+		if h.Pause == nil {
+			t.Skip("machineidtest: Harness.Pause is nil")
+		}
+		testOutage(t, h)
+	})
 	t.Run("Restart", func(t *testing.T) {
 		if h.Restart == nil {
 			t.Skip("machineidtest: Harness.Restart is nil")
@@ -182,5 +196,6 @@ const (
 	releaseID   = 9
 	marksID     = 10
 	contextID   = 11
+	outageID    = 12
 	restartLo   = 16 // to restartLo+restartIDs-1
 )
