@@ -52,6 +52,7 @@ func harness(e *etcdtest.Cluster) machineidtest.Harness {
 			mu.Unlock()
 			_ = c.Close()
 		},
+		Pause:     func(*testing.T) func() { return e.Pause() },
 		Restart:   func(t *testing.T) { e.Restart() },
 		KeepsData: true,
 		TTL:       ttl,

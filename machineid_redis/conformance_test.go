@@ -17,7 +17,7 @@ import (
 
 // harness is the conformance suite's Harness over clients that newClient
 // makes, one for each Leaser, and restart.
-func harness(newClient func() redis.UniversalClient, restart func(t *testing.T)) machineidtest.Harness {
+func harness(newClient func() redis.UniversalClient, pause func() func(), restart func(t *testing.T)) machineidtest.Harness {
 	var clients sync.Map // machineid.Leaser -> redis.UniversalClient, for Abandon
 	return machineidtest.Harness{
 		NewLeaser: func(t *testing.T, lo, hi int64, ttl time.Duration) (machineid.Leaser, error) {
@@ -36,6 +36,7 @@ func harness(newClient func() redis.UniversalClient, restart func(t *testing.T))
 				_ = c.(redis.UniversalClient).Close() // renewals fail; nothing is released
 			}
 		},
+		Pause:   func(*testing.T) func() { return pause() },
 		Restart: restart,
 		// Redis runs here without persistence: a restart loses the leases
 		// and marks, and the restart floor must cover them.
@@ -50,7 +51,7 @@ func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	machineidtest.Run(t, harness(func() redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
-	}, func(t *testing.T) {
+	}, func() func() { srv.Pause(); return srv.Resume }, func(t *testing.T) {
 		srv.Stop()
 		srv.Restart()
 	}))
@@ -67,7 +68,7 @@ func TestConformanceCluster(t *testing.T) {
 	owner := cl.Nodes[slot*len(cl.Nodes)/16384] // StartCluster splits the slots evenly, in order
 	machineidtest.Run(t, harness(func() redis.UniversalClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
-	}, func(t *testing.T) {
+	}, func() func() { owner.Pause(); return owner.Resume }, func(t *testing.T) {
 		owner.Stop()
 		owner.Restart()
 		deadline := time.Now().Add(30 * time.Second)

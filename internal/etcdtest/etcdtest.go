@@ -274,6 +274,34 @@ func (m *Member) Stop() { m.end(syscall.SIGTERM) }
 // exit. Kill on a stopped member does nothing.
 func (m *Member) Kill() { m.end(syscall.SIGKILL) }
 
+// Pause stops the member's process with SIGSTOP, as a hung server that
+// keeps its connections open, until Resume. Pause on a stopped member does
+// nothing.
+func (m *Member) Pause() { m.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused member run again with SIGCONT.
+func (m *Member) Resume() { m.signal(syscall.SIGCONT) }
+
+func (m *Member) signal(sig syscall.Signal) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd != nil {
+		_ = m.cmd.Process.Signal(sig)
+	}
+}
+
+// Pause pauses every member at once and returns what resumes them all.
+func (c *Cluster) Pause() (resume func()) {
+	for _, m := range c.Members {
+		m.Pause()
+	}
+	return func() {
+		for _, m := range c.Members {
+			m.Resume()
+		}
+	}
+}
+
 // Running reports whether the member's process is running.
 func (m *Member) Running() bool {
 	m.mu.Lock()
