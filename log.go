@@ -12,7 +12,9 @@ import (
 // log: a step back of the clock, a call that waited 10 ms or more, a lease
 // lost (with its cause) or regained, and a wait for a leased machine ID's
 // inherited mark: a previous holder's, or the floor of a store that
-// restarted and may have lost its marks (with how long and until when). Each record's message
+// restarted and may have lost its marks (with how long and until when), and,
+// once from New, a layout whose range ends within a year of the clock (with
+// when and how long is left). Each record's message
 // starts with "ringflake: " and its attributes carry the figures; those
 // dropped by the rate limit are counted in the next one's "suppressed". A
 // call that waited and then failed is not logged as a long wait: its error
@@ -37,6 +39,7 @@ const (
 	logLeaseLost
 	logLeaseRegained
 	logMarkWait
+	logLayoutEnds
 	logKinds
 )
 
@@ -46,6 +49,7 @@ var logMessages = [logKinds]string{
 	logLeaseLost:     "ringflake: machine ID lease lost",
 	logLeaseRegained: "ringflake: machine ID lease regained",
 	logMarkWait:      "ringflake: waiting for the machine ID's inherited mark (a previous holder's, or a restarted store's floor)",
+	logLayoutEnds:    "ringflake: the layout's range ends within a year; IDs fail with ErrTimeOverflow from then on",
 }
 
 // logger sends rate-limited records; nil without WithLogger.
