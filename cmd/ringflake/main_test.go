@@ -61,8 +61,8 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string // the whole stderr line
 	}{
-		{"no command", nil, "ringflake: no command given; want gen, serve, decode or simulate"},
-		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, serve, decode or simulate`},
+		{"no command", nil, "ringflake: no command given; want gen, serve, decode, bounds or simulate"},
+		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, serve, decode, bounds or simulate`},
 		{"decode nothing", []string{"decode"}, "ringflake: decode: no ID given"},
 		{"decode letters", []string{"decode", "12-4"},
 			`ringflake: decode: "12-4" is neither decimal nor 13-character base32; for a base58 ID give --format base58`},
