@@ -11,8 +11,19 @@
 //	|      | 00:00:00 UTC (to 2093)       | machine ID   | sequence     |
 //	+------+-----------------------------+--------------+--------------+
 //
-// Any split of the 63 bits works (see [Layout]). Decode IDs with the Layout
-// they were made with: [Layout.Decompose].
+// Any split of the 63 bits works (see [Layout]), the machine ID itself split
+// into datacenter and worker if wanted ([Layout.DatacenterBits],
+// [WithDatacenter]). Decode IDs with the Layout they were made with:
+// [Layout.Decompose]. A layout ends ([Layout.End]); New warns of one that
+// ends within a year.
+//
+// # Time ranges
+//
+// An ID's time is the start of its tick. [Layout.Bounds] turns a time range
+// into the range of IDs whose time lies in it, lo <= id < hi, for SQL's
+// WHERE id >= lo AND id < hi. The time is the clock's reading, rounded down
+// to its tick, except after a step back longer than the ring's span (below),
+// when it is a later tick the clock had already shown.
 //
 // # Uniqueness
 //

@@ -89,9 +89,12 @@ func ExampleLayout_Compose() {
 	l := ringflake.DefaultLayout()
 	id, err := l.Compose(ringflake.Parts{Ticks: 91281600000, Machine: 7, Sequence: 1})
 	fmt.Println(id, err)
+	id, err = l.Compose(ringflake.Parts{Time: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), Machine: 7, Sequence: 1})
+	fmt.Println(id, err)
 	_, err = l.Compose(ringflake.Parts{Machine: 1024})
 	fmt.Println(err)
 	// Output:
+	// 382862780006428673 <nil>
 	// 382862780006428673 <nil>
 	// ringflake: invalid configuration: Parts.Machine = 1024; valid range 0..1023
 }
@@ -255,4 +258,47 @@ func ExampleClockError() {
 		fmt.Println(errors.Is(err, ringflake.ErrClockBehind), ce.By, ce.Waited)
 	}
 	// Output: true 300ms 0s
+}
+
+func ExampleLayout_Bounds() {
+	// The IDs made on 2026-11-22 between noon and 1 pm UTC, for
+	// SELECT ... WHERE id >= lo AND id < hi.
+	l := ringflake.DefaultLayout()
+	from := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	lo, hi, err := l.Bounds(from, from.Add(time.Hour))
+	fmt.Println(lo, hi, err)
+	fmt.Println(lo <= 382862780006428673 && 382862780006428673 < hi) // made at noon by machine 7
+	// Output:
+	// 382862780006400000 382877879500800000 <nil>
+	// true
+}
+
+func ExampleLayout_MachineBounds() {
+	// Machine 7's IDs of one millisecond.
+	l := ringflake.DefaultLayout()
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	lo, hi, err := l.MachineBounds(7, at, at.Add(l.Tick))
+	fmt.Println(lo, hi-1, hi-lo, err)
+	// Output: 382862780006428672 382862780006432767 4096 <nil>
+}
+
+func ExampleLayout_MaxWorker() {
+	l := ringflake.DefaultLayout()
+	l.DatacenterBits = 5 // Twitter's split: 5 bits of datacenter, 5 of worker
+	fmt.Println(l.MaxMachine(), l.MaxWorker())
+	// Output: 1023 31
+}
+
+func ExampleWithDatacenter() {
+	l := ringflake.DefaultLayout()
+	l.DatacenterBits = 5
+	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithDatacenter(3), ringflake.WithMachineID(7)) // worker 7
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+	id, _ := g.NextID()
+	p := g.Layout().Decompose(id)
+	fmt.Println(p.Datacenter, p.Worker, p.Machine, g.Lease().ID)
+	// Output: 3 7 103 103
 }

@@ -47,10 +47,13 @@ type Generator struct {
 // New returns an error wrapping [ErrInvalidConfig] if no machine ID or both
 // kinds are given, an option is out of range, the layout is invalid or
 // cannot issue an ID at the generator's clock's time now (the epoch is
-// ahead of it, the layout's range has ended, or Tick is under 1µs), or the
-// machine ID source is a [machineid.Leaser] that a live generator already
-// uses. With a source it also returns the source's error, wrapped (a panic
-// in its MachineID comes back as such an error, naming the panic); one
+// ahead of it, or the layout's range has ended), a split layout has no
+// [WithDatacenter] or an unsplit one has it, the source's worker is outside
+// 0..[Layout.MaxWorker], or the machine ID source is a [machineid.Leaser]
+// that a live generator already uses. With [WithLogger], New logs a warning
+// if the layout's range ends within a year of the clock. With a source it
+// also returns the source's error, wrapped (a panic in its MachineID comes
+// back as such an error, naming the panic); one
 // wrapping [context.DeadlineExceeded] if the source did not answer within
 // the acquire timeout; an error holding a [*ClockError] wrapping
 // [ErrMarkAhead], and naming the acquire timeout, if the clock cannot pass
@@ -92,28 +95,27 @@ func New(opts ...Option) (*Generator, error) {
 	}
 	if c.log != nil {
 		g.logger = &logger{l: c.log, born: time.Now()}
+		g.warnIfEnding()
 	}
 	if c.source == nil {
 		g.state.Store(g.fixed(c.machineID))
 		return g, nil
 	}
-	if err := g.attach(c.source, c.acquireTimeout); err != nil {
+	src, err := c.inDatacenter(c.source)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.attach(src, c.acquireTimeout); err != nil {
+		unclaimInner(src)
 		return nil, err
 	}
 	return g, nil
 }
 
-// minTick is the shortest Tick New accepts: below it the time field counts
-// instants no clock tells apart.
-const minTick = time.Microsecond
-
 // canIssueNow returns an error wrapping ErrInvalidConfig if the layout
 // cannot issue an ID at the clock's time now.
 func (g *Generator) canIssueNow() error {
 	l := g.layout
-	if l.Tick < minTick {
-		return configErr("Layout.Tick", l.Tick, "at least 1µs for a generator")
-	}
 	r, d := g.read()
 	if _, ok := l.ticksAt(d, g.maxTicks, g.recip); !ok {
 		now := r.time().Format(time.RFC3339Nano)
@@ -123,6 +125,19 @@ func (g *Generator) canIssueNow() error {
 		return fmt.Errorf("%w: the layout's range ended at %s, before the clock (%s)", ErrInvalidConfig, l.End().Format(time.RFC3339Nano), now)
 	}
 	return nil
+}
+
+// endWarning is how near its end a layout makes New log a warning.
+const endWarning = 365 * 24 * time.Hour
+
+// warnIfEnding logs a warning if the layout's range ends within endWarning
+// of the clock.
+func (g *Generator) warnIfEnding() {
+	r, _ := g.read()
+	end := g.layout.End()
+	if left := end.Sub(r.time()); left < endWarning {
+		g.log(logLayoutEnds, slog.Time("ends", end), slog.Duration("left", left))
+	}
 }
 
 // NextID returns a new ID. It may wait, in real time and at most MaxWait,
@@ -198,6 +213,7 @@ func (g *Generator) Close() error {
 			// ID returned was claimed before the store, and the scan sees it.
 			g.closeErr = g.leaser.Release(g.issuedUntil())
 			inUse.Delete(g.leaser)
+			unclaimInner(g.leaser)
 		}
 	})
 	return g.closeErr

@@ -10,13 +10,20 @@ import (
 // Layout describes how an ID's 63 usable bits are split and what its time
 // field counts. From the most significant bit down, an ID is a zero sign bit,
 // TimeBits of ticks since Epoch, MachineBits of machine ID and SequenceBits of
-// sequence:
+// sequence. The machine ID may itself be split into DatacenterBits of
+// datacenter and the rest of worker, as Twitter's Snowflake splits its 10
+// bits into 5 and 5:
 //
 //	 63  62 ........... M+S  M+S-1 ...... S  S-1 ........ 0
 //	+---+--------------------+---------------+--------------+
 //	| 0 |  ticks since Epoch |  machine ID   |   sequence   |
+//	|   |                    | datacenter|wkr|              |
 //	+---+--------------------+---------------+--------------+
 //	      TimeBits             MachineBits     SequenceBits
+//
+// A zero Tick means 1ms and a zero Epoch 2024-01-01T00:00:00Z, the defaults,
+// so a custom split needs only its bits. A Layout says when it ends
+// ([Layout.End]); [New] logs a warning for one that ends within a year.
 //
 // A Layout is a plain value: decoding an ID needs only the Layout it was made
 // with, never package state. The zero Layout cannot decode (Decompose gives
@@ -31,21 +38,37 @@ type Layout struct {
 	// TimeBits+MachineBits+SequenceBits must be 63.
 	SequenceBits int
 	// Epoch is the instant of tick 0. It must lie within the years
-	// 1678..2262, where time.Time.UnixNano is defined.
+	// 1678..2262, where time.Time.UnixNano is defined. The zero Time means
+	// 2024-01-01T00:00:00Z.
 	Epoch time.Time
-	// Tick is the length of one time unit, at least 1ns.
+	// Tick is the length of one time unit, at least 1µs: below that the
+	// time field counts instants no clock tells apart. 0 means 1ms.
 	Tick time.Duration
+	// DatacenterBits is how many of the machine ID's bits, the high ones,
+	// are the datacenter, 0..MachineBits; the rest are the worker within
+	// it. 0, the default, means no split. With a split, a generator takes
+	// its datacenter from [WithDatacenter] and its worker from its machine
+	// ID source, and Decompose reports both.
+	DatacenterBits int
 }
 
 // Parts is an ID taken apart by [Layout.Decompose], or the input of
-// [Layout.Compose].
+// [Layout.Compose]. Some fields say the same thing twice, Time and Ticks,
+// and Machine and Datacenter with Worker: Decompose fills them all, and
+// Compose takes either form, or both if they agree.
 type Parts struct {
-	// Time is Epoch + Ticks×Tick, in UTC. Compose ignores it.
+	// Time is Epoch + Ticks×Tick, in UTC: the start of the ID's tick.
 	Time time.Time
 	// Ticks is the raw time field: ticks since the epoch.
 	Ticks int64
-	// Machine is the machine ID field.
+	// Machine is the machine ID field, Datacenter and Worker together.
 	Machine int64
+	// Datacenter is the machine ID's high Layout.DatacenterBits; 0 when
+	// the layout has no split.
+	Datacenter int64
+	// Worker is the rest of the machine ID, the worker within its
+	// datacenter; the whole machine ID when the layout has no split.
+	Worker int64
 	// Sequence is the sequence field.
 	Sequence int64
 }
@@ -63,10 +86,26 @@ func DefaultLayout() Layout {
 	return Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: defaultEpoch, Tick: time.Millisecond}
 }
 
-// validate reports whether l can make and read IDs. It returns an error
-// wrapping [ErrInvalidConfig] that names the bad field, its value and the
-// valid range.
+// minTick is the shortest Tick a Layout may have.
+const minTick = time.Microsecond
+
+// withDefaults returns l with a zero Tick and a zero Epoch replaced by the
+// defaults. Every exported method starts with it, and New stores its result.
+func (l Layout) withDefaults() Layout {
+	if l.Tick == 0 {
+		l.Tick = time.Millisecond
+	}
+	if l.Epoch.IsZero() {
+		l.Epoch = defaultEpoch
+	}
+	return l
+}
+
+// validate reports whether l, with its defaults applied, can make and read
+// IDs. It returns an error wrapping [ErrInvalidConfig] that names the bad
+// field, its value and the valid range.
 func (l Layout) validate() error {
+	l = l.withDefaults()
 	switch {
 	case l.TimeBits < 1 || l.TimeBits > 62:
 		return configErr("Layout.TimeBits", l.TimeBits, "1..62")
@@ -78,10 +117,12 @@ func (l Layout) validate() error {
 		return fmt.Errorf("%w: Layout bits %d+%d+%d = %d; want a sum of 63",
 			ErrInvalidConfig, l.TimeBits, l.MachineBits, l.SequenceBits,
 			l.TimeBits+l.MachineBits+l.SequenceBits)
-	case l.Tick <= 0:
-		return configErr("Layout.Tick", l.Tick, "at least 1ns")
+	case l.DatacenterBits < 0 || l.DatacenterBits > l.MachineBits:
+		return configErr("Layout.DatacenterBits", l.DatacenterBits, fmt.Sprintf("0..%d (Layout.MachineBits)", l.MachineBits))
+	case l.Tick < minTick:
+		return configErr("Layout.Tick", l.Tick, "at least 1µs (0 means 1ms)")
 	case l.Epoch.Before(minEpoch) || l.Epoch.After(maxEpoch):
-		return configErr("Layout.Epoch", l.Epoch.Format(time.RFC3339Nano), "1678-01-01..2262-01-01")
+		return configErr("Layout.Epoch", l.Epoch.Format(time.RFC3339Nano), "1678-01-01..2262-01-01 (the zero Time means 2024-01-01)")
 	}
 	return nil
 }
@@ -95,6 +136,18 @@ var (
 // or -1 if MachineBits is outside 0..61.
 func (l Layout) MaxMachine() int64 { return maxOf(l.MachineBits, 61) }
 
+// MaxWorker returns the largest worker ID l can hold within one
+// datacenter, 2^(MachineBits-DatacenterBits)-1: the range a machine ID
+// source gives a generator with a datacenter split, such as a lease's
+// range. Without a split it is MaxMachine. It returns -1 if the bits are
+// out of range.
+func (l Layout) MaxWorker() int64 {
+	if l.DatacenterBits < 0 || l.DatacenterBits > l.MachineBits {
+		return -1
+	}
+	return maxOf(l.MachineBits-l.DatacenterBits, 61)
+}
+
 func maxOf(bits, limit int) int64 {
 	if bits < 0 || bits > limit {
 		return -1
@@ -107,6 +160,7 @@ func maxOf(bits, limit int) int64 {
 // included, still fits in a time.Duration (about 292 years). It returns -1
 // for an invalid layout.
 func (l Layout) maxTicks() int64 {
+	l = l.withDefaults()
 	if l.validate() != nil {
 		return -1
 	}
@@ -119,6 +173,7 @@ func (l Layout) maxTicks() int64 {
 // after End makes the generator fail with [ErrTimeOverflow]. It returns the
 // zero Time for an invalid layout. It is safe for concurrent use.
 func (l Layout) End() time.Time {
+	l = l.withDefaults()
 	if l.validate() != nil {
 		return time.Time{}
 	}
@@ -180,6 +235,7 @@ var maxTime = time.Unix(maxUnixSec, 999999999).UTC()
 // is ignored, and an invalid layout yields the zero Parts. Decompose is safe
 // for concurrent use.
 func (l Layout) Decompose(id ID) Parts {
+	l = l.withDefaults()
 	if l.validate() != nil {
 		return Parts{}
 	}
@@ -190,27 +246,83 @@ func (l Layout) Decompose(id ID) Parts {
 		Machine:  int64(v>>s) & l.MaxMachine(),
 		Sequence: int64(v) & maxOf(l.SequenceBits, 62),
 	}
+	wb := uint(l.MachineBits - l.DatacenterBits)
+	p.Datacenter, p.Worker = p.Machine>>wb, p.Machine&l.MaxWorker()
 	p.Time = l.timeOf(p.Ticks)
 	return p
 }
 
-// Compose builds the ID with the given Ticks, Machine and Sequence under l;
-// p.Time is ignored. It returns an error wrapping [ErrInvalidConfig] if l is
-// invalid or a field is negative or too wide for its bits. Compose is safe
-// for concurrent use.
+// Compose builds the ID of p under l. The time is p.Ticks, or the tick
+// holding p.Time if that is set; the machine ID is p.Machine, or
+// p.Datacenter and p.Worker if either is set. It returns an error wrapping
+// [ErrInvalidConfig] that names the field if l is invalid, a field is
+// negative or too wide for its bits, p.Time lies outside the layout's range
+// (Epoch to End), or the two forms of the time or of the machine ID
+// disagree; it never drops a field it was given. Compose is safe for
+// concurrent use.
 func (l Layout) Compose(p Parts) (ID, error) {
+	l = l.withDefaults()
 	if err := l.validate(); err != nil {
 		return 0, err
 	}
-	switch {
-	case p.Ticks < 0 || p.Ticks > int64(1)<<l.TimeBits-1:
-		return 0, configErr("Parts.Ticks", p.Ticks, fmt.Sprintf("0..%d", int64(1)<<l.TimeBits-1))
-	case p.Machine < 0 || p.Machine > l.MaxMachine():
-		return 0, configErr("Parts.Machine", p.Machine, fmt.Sprintf("0..%d", l.MaxMachine()))
-	case p.Sequence < 0 || p.Sequence > maxOf(l.SequenceBits, 62):
+	ticks, err := l.partTicks(p)
+	if err != nil {
+		return 0, err
+	}
+	machine, err := l.partMachine(p)
+	if err != nil {
+		return 0, err
+	}
+	if p.Sequence < 0 || p.Sequence > maxOf(l.SequenceBits, 62) {
 		return 0, configErr("Parts.Sequence", p.Sequence, fmt.Sprintf("0..%d", maxOf(l.SequenceBits, 62)))
 	}
-	return l.compose(p.Ticks, p.Machine, p.Sequence), nil
+	return l.compose(ticks, machine, p.Sequence), nil
+}
+
+// partTicks returns the time field p asks for: p.Ticks, or the tick holding
+// p.Time, which must then agree with a non-zero p.Ticks.
+func (l Layout) partTicks(p Parts) (int64, error) {
+	if p.Ticks < 0 || p.Ticks > int64(1)<<l.TimeBits-1 {
+		return 0, configErr("Parts.Ticks", p.Ticks, fmt.Sprintf("0..%d", int64(1)<<l.TimeBits-1))
+	}
+	if p.Time.IsZero() || p.Time.Equal(l.timeOf(p.Ticks)) {
+		return p.Ticks, nil // Decompose's own Parts, whatever the layout's span
+	}
+	ticks, ok := l.ticksAt(p.Time.Sub(l.Epoch), l.maxTicks(), reciprocal(l.Tick))
+	switch {
+	case !ok:
+		return 0, configErr("Parts.Time", p.Time.Format(time.RFC3339Nano),
+			l.Epoch.UTC().Format(time.RFC3339Nano)+" up to "+l.End().Format(time.RFC3339Nano))
+	case p.Ticks != 0 && p.Ticks != ticks:
+		return 0, fmt.Errorf("%w: Parts.Time %s is tick %d, but Parts.Ticks is %d; give one, or both alike",
+			ErrInvalidConfig, p.Time.Format(time.RFC3339Nano), ticks, p.Ticks)
+	}
+	return ticks, nil
+}
+
+// partMachine returns the machine ID p asks for: p.Machine, or p.Datacenter
+// and p.Worker, which must then agree with a non-zero p.Machine.
+func (l Layout) partMachine(p Parts) (int64, error) {
+	m := p.Machine
+	if m < 0 || m > l.MaxMachine() {
+		return 0, configErr("Parts.Machine", m, fmt.Sprintf("0..%d", l.MaxMachine()))
+	}
+	if p.Datacenter == 0 && p.Worker == 0 {
+		return m, nil
+	}
+	maxDC := maxOf(l.DatacenterBits, 61)
+	switch {
+	case p.Datacenter < 0 || p.Datacenter > maxDC:
+		return 0, configErr("Parts.Datacenter", p.Datacenter, fmt.Sprintf("0..%d (Layout.DatacenterBits %d)", maxDC, l.DatacenterBits))
+	case p.Worker < 0 || p.Worker > l.MaxWorker():
+		return 0, configErr("Parts.Worker", p.Worker, fmt.Sprintf("0..%d", l.MaxWorker()))
+	}
+	c := p.Datacenter<<uint(l.MachineBits-l.DatacenterBits) | p.Worker
+	if m != 0 && m != c {
+		return 0, fmt.Errorf("%w: Parts.Machine is %d, but Parts.Datacenter %d and Parts.Worker %d make machine %d; give one, or both alike",
+			ErrInvalidConfig, m, p.Datacenter, p.Worker, c)
+	}
+	return c, nil
 }
 
 // compose packs fields already known to fit.

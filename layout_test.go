@@ -131,3 +131,94 @@ func TestZeroTimeClockReportsAPositiveGap(t *testing.T) {
 	assert.ErrorIs(t, err, ringflake.ErrClockBeforeEpoch)
 	assert.Positive(t, ce.By, "how far before the epoch, saturated rather than wrapped")
 }
+
+// A zero Tick and a zero Epoch mean the defaults, so a custom split needs
+// only its bits, and the one minimum tick is stated the same way by the
+// layout and by New.
+func TestLayoutDefaults(t *testing.T) {
+	t.Parallel()
+	sony := ringflake.Layout{TimeBits: 39, MachineBits: 16, SequenceBits: 8}
+	require.NoError(t, ringflake.LayoutValidate(sony), "the README's sonyflake split with no Tick or Epoch")
+	def := ringflake.DefaultLayout()
+	assert.True(t, sony.End().Equal(def.Epoch.Add((1<<39)*time.Millisecond)), "End %v: 2^39 ms from 2024-01-01", sony.End())
+	p := sony.Decompose(1<<24 | 5<<8 | 3)
+	assert.Equal(t, ringflake.Parts{Time: def.Epoch.Add(time.Millisecond), Ticks: 1, Machine: 5, Worker: 5, Sequence: 3}, p)
+	g, err := ringflake.New(ringflake.WithMachineID(5), ringflake.WithLayout(sony))
+	require.NoError(t, err, "New takes the layout with its defaults")
+	assert.Equal(t, time.Millisecond, g.Layout().Tick, "Layout reports the default it used")
+	assert.True(t, g.Layout().Epoch.Equal(def.Epoch))
+
+	for _, tick := range []time.Duration{time.Nanosecond, time.Microsecond - 1, -time.Millisecond} {
+		l := sony
+		l.Tick = tick
+		want := "Layout.Tick = " + tick.String() + "; valid range at least 1µs (0 means 1ms)"
+		assert.ErrorContains(t, ringflake.LayoutValidate(l), want, "the layout's own check")
+		_, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(l))
+		assert.ErrorContains(t, err, want, "New states the same minimum")
+		assert.True(t, l.End().IsZero(), "an invalid tick has no End")
+	}
+}
+
+// Compose honours every field it is given, Time and Datacenter/Worker
+// included, or refuses; it round-trips Decompose's Parts.
+func TestLayoutComposeHonoursEveryField(t *testing.T) {
+	t.Parallel()
+	l := ringflake.DefaultLayout()
+	tw := l
+	tw.DatacenterBits = 5
+	at := l.Epoch.Add(90*24*time.Hour + 1500*time.Microsecond) // inside tick 7776000001
+	const tick = 7776000001
+	tests := []struct {
+		name string
+		l    ringflake.Layout
+		p    ringflake.Parts
+		want ringflake.ID
+		err  string
+	}{
+		{"time alone is its tick", l, ringflake.Parts{Time: at}, tick << 22, ""},
+		{"time and the same ticks", l, ringflake.Parts{Time: at, Ticks: tick, Machine: 3}, tick<<22 | 3<<12, ""},
+		{"time and other ticks", l, ringflake.Parts{Time: at, Ticks: 5}, 0, "Parts.Time 2024-03-31T00:00:00.0015Z is tick 7776000001, but Parts.Ticks is 5"},
+		{"time before the epoch", l, ringflake.Parts{Time: l.Epoch.Add(-time.Millisecond)}, 0, "Parts.Time = 2023-12-31T23:59:59.999Z; valid range 2024-01-01T00:00:00Z up to 2093-09-06T15:47:35.552Z"},
+		{"time past the end", l, ringflake.Parts{Time: l.End()}, 0, "Parts.Time = 2093-09-06T15:47:35.552Z"},
+		{"datacenter and worker", tw, ringflake.Parts{Ticks: 1, Datacenter: 3, Worker: 7}, 1<<22 | (3<<5|7)<<12, ""},
+		{"machine agreeing with them", tw, ringflake.Parts{Machine: 3<<5 | 7, Datacenter: 3, Worker: 7}, (3<<5 | 7) << 12, ""},
+		{"machine disagreeing", tw, ringflake.Parts{Machine: 7, Datacenter: 3, Worker: 7}, 0, "Parts.Machine is 7, but Parts.Datacenter 3 and Parts.Worker 7 make machine 103"},
+		{"worker too wide", tw, ringflake.Parts{Datacenter: 1, Worker: 32}, 0, "Parts.Worker = 32; valid range 0..31"},
+		{"datacenter too wide", tw, ringflake.Parts{Datacenter: 32}, 0, "Parts.Datacenter = 32; valid range 0..31"},
+		{"datacenter without a split", l, ringflake.Parts{Datacenter: 1}, 0, "Parts.Datacenter = 1; valid range 0..0 (Layout.DatacenterBits 0)"},
+		{"worker without a split is the machine", l, ringflake.Parts{Worker: 9}, 9 << 12, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			id, err := tt.l.Compose(tt.p)
+			if tt.err != "" {
+				assert.ErrorIs(t, err, ringflake.ErrInvalidConfig)
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, id)
+			back, err := tt.l.Compose(tt.l.Decompose(id))
+			require.NoError(t, err, "Decompose's Parts compose")
+			assert.Equal(t, id, back, "round trip")
+		})
+	}
+}
+
+// Decompose shows the datacenter and the worker of a split layout.
+func TestLayoutDecomposeDatacenter(t *testing.T) {
+	t.Parallel()
+	l := ringflake.DefaultLayout()
+	l.DatacenterBits = 5
+	p := l.Decompose(ringflake.ID(2<<22 | (17<<5|30)<<12 | 9))
+	assert.Equal(t, int64(17<<5|30), p.Machine)
+	assert.Equal(t, int64(17), p.Datacenter)
+	assert.Equal(t, int64(30), p.Worker)
+	assert.Equal(t, int64(31), l.MaxWorker())
+	assert.Equal(t, int64(1023), ringflake.DefaultLayout().MaxWorker(), "no split: the whole machine ID")
+	l.DatacenterBits = 11
+	assert.ErrorContains(t, ringflake.LayoutValidate(l), "Layout.DatacenterBits = 11; valid range 0..10 (Layout.MachineBits)")
+	assert.Equal(t, int64(-1), l.MaxWorker())
+	assert.Equal(t, ringflake.Parts{}, l.Decompose(1), "an invalid split decodes to zero Parts")
+}

@@ -10,10 +10,12 @@ import (
 // WithLogger makes the generator log what an operator may want to see, at
 // most once a second for each kind, so that a flapping clock cannot flood a
 // log: a step back of the clock, a call that waited 10 ms or more, a lease
-// lost (with its cause) or regained, and New's wait for the clock to pass
-// the mark a leased machine ID inherited (with how long New expects to
-// wait, until when, and the mark; a mark too far ahead for the acquire
-// timeout fails New at once, unlogged). Each record's message
+// lost (with its cause) or regained, New's wait for the clock to pass the
+// mark a leased machine ID inherited (with how long New expects to wait,
+// until when, and the mark; a mark too far ahead for the acquire timeout
+// fails New at once, unlogged), and, once from New, a layout whose range
+// ends within a year of the clock (with when and how long is left). Each
+// record's message
 // starts with "ringflake: " and its attributes carry the figures; those
 // dropped by the rate limit are counted in the next one's "suppressed". A
 // call that waited and then failed is not logged as a long wait: its error
@@ -38,6 +40,7 @@ const (
 	logLeaseLost
 	logLeaseRegained
 	logMarkWait
+	logLayoutEnds
 	logKinds
 )
 
@@ -47,6 +50,7 @@ var logMessages = [logKinds]string{
 	logLeaseLost:     "ringflake: machine ID lease lost",
 	logLeaseRegained: "ringflake: machine ID lease regained",
 	logMarkWait:      "ringflake: waiting for the clock to pass the mark the machine ID's lease inherited",
+	logLayoutEnds:    "ringflake: the layout's range ends within a year; IDs fail with ErrTimeOverflow from then on",
 }
 
 // logger sends rate-limited records; nil without WithLogger.

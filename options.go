@@ -29,6 +29,8 @@ type config struct {
 	machineID      int64
 	machineSet     bool // WithMachineID(0) is machine 0, not "no machine ID"
 	source         machineid.Source
+	datacenter     int64
+	datacenterSet  bool // WithDatacenter(0) is datacenter 0, not "none"
 	layout         Layout
 	clock          func() time.Time
 	ringSize       int
@@ -46,9 +48,10 @@ func defaultConfig() config {
 	}
 }
 
-// WithMachineID sets a fixed machine ID, 0..Layout.MaxMachine(). Every
-// generator that shares an ID space must have its own. New needs either
-// this or [WithMachineIDSource].
+// WithMachineID sets a fixed machine ID, 0..Layout.MaxMachine(); with a
+// datacenter split ([WithDatacenter]), the worker, 0..Layout.MaxWorker().
+// Every generator that shares an ID space must have its own. New needs
+// either this or [WithMachineIDSource].
 func WithMachineID(id int64) Option {
 	return optionFunc(func(c *config) { c.machineID, c.machineSet = id, true })
 }
@@ -61,7 +64,8 @@ func WithMachineID(id int64) Option {
 // marks, and releases the lease on Close; and New waits, within the same
 // timeout, until the clock has passed the mark the lease inherited, so that
 // the generator can issue when New returns. A Leaser serves one generator
-// at a time. nil means no source.
+// at a time. With a datacenter split ([WithDatacenter]), src supplies the
+// worker. nil means no source.
 func WithMachineIDSource(src machineid.Source) Option {
 	return optionFunc(func(c *config) { c.source = src })
 }
@@ -111,6 +115,7 @@ func (c *config) validate() error {
 	if c.layout == (Layout{}) {
 		c.layout = DefaultLayout()
 	}
+	c.layout = c.layout.withDefaults()
 	if c.ringSize == 0 {
 		c.ringSize = defaultRingSize
 	}
@@ -125,7 +130,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: no machine ID: give WithMachineID, or WithMachineIDSource with a lease (machineid_redis, machineid_etcd, machineid_postgres) or another machineid.Source; every generator sharing an ID space needs its own", ErrInvalidConfig)
 	case c.machineSet && c.source != nil:
 		return fmt.Errorf("%w: both WithMachineID and WithMachineIDSource given; choose one", ErrInvalidConfig)
-	case c.machineSet && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):
+	case c.layout.DatacenterBits == 0 && c.machineSet && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):
 		return configErr("machine ID", c.machineID, fmt.Sprintf("0..%d", c.layout.MaxMachine()))
 	case c.ringSize < 1 || c.ringSize > maxRingSize:
 		return configErr("ring size", c.ringSize, fmt.Sprintf("1..%d", maxRingSize))
@@ -134,5 +139,5 @@ func (c *config) validate() error {
 	case c.acquireTimeout < 0:
 		return configErr("acquire timeout", c.acquireTimeout, "0 (the default) or more")
 	}
-	return nil
+	return c.checkDatacenter()
 }

@@ -25,6 +25,7 @@
 //	ringflake.machine.id                   Int64 gauge                   the machine ID, -1 if none
 //	ringflake.lease.confirmed_mark_ahead   Float64 gauge    s            Lease.Until minus now
 //	ringflake.lease.inherited_mark_ahead   Float64 gauge    s            Lease.After minus now, at least 0
+//	ringflake.layout.end                   Float64 gauge    s            when the layout runs out (Layout.End), since 1970
 //
 // The counters are observable counters (monotonic, cumulative) and the
 // gauges observable gauges. The error.type attribute of ringflake.failures
@@ -40,5 +41,6 @@
 // negative one that the generator is refusing to issue until a renewal
 // raises it; an inherited mark above 0 means the generator waits for the
 // clock to pass the time up to which the ID's previous holder may have
-// issued.
+// issued. ringflake.layout.end minus the current time is how long the
+// layout has left: alert well ahead of it, a year say.
 package ringflakeotel

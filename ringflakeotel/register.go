@@ -63,7 +63,7 @@ func Register(g *ringflake.Generator, mp metric.MeterProvider, opts ...Option) (
 	}
 	reg, err := m.RegisterCallback(o.observe,
 		o.issued, o.spare, o.stepBacks, o.largestBack, o.waits, o.waitTime, o.failures,
-		o.held, o.machine, o.confirmedAhead, o.inheritedAhead)
+		o.held, o.machine, o.confirmedAhead, o.inheritedAhead, o.layoutEnd)
 	if err != nil {
 		return nil, fmt.Errorf("ringflakeotel: registering the callback: %w", err)
 	}
@@ -78,6 +78,7 @@ type observer struct {
 
 	issued, spare, stepBacks, waits, failures, held, machine metric.Int64Observable
 	largestBack, waitTime, confirmedAhead, inheritedAhead    metric.Float64Observable
+	layoutEnd                                                metric.Float64Observable
 
 	attrs   metric.ObserveOption               // the attributes of WithAttributes
 	reasons [len(reasons)]metric.ObserveOption // attrs with each error.type
@@ -118,6 +119,8 @@ func (o *observer) create(m metric.Meter) error {
 		"How far the lease's confirmed mark (Lease.Until) is ahead of the clock; negative once the clock has passed it. Absent without a limit.")
 	o.inheritedAhead = seconds("ringflake.lease.inherited_mark_ahead",
 		"How far the mark the lease inherited (Lease.After) is still ahead of the clock; 0 once passed.")
+	o.layoutEnd = seconds("ringflake.layout.end",
+		"When the generator's layout runs out (Layout.End), in seconds since 1970; IDs fail with ErrTimeOverflow from then on.")
 	return errors.Join(errs...)
 }
 
@@ -148,6 +151,8 @@ func (o *observer) observe(_ context.Context, ob metric.Observer) error {
 		inherited = max(l.After.Sub(now), 0)
 	}
 	ob.ObserveFloat64(o.inheritedAhead, inherited.Seconds(), o.attrs)
+	end := o.g.Layout().End()
+	ob.ObserveFloat64(o.layoutEnd, float64(end.Unix())+float64(end.Nanosecond())/1e9, o.attrs)
 	return nil
 }
 

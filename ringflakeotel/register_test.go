@@ -216,7 +216,8 @@ func TestRegisterAfterTraffic(t *testing.T) {
 		"ringflake.wait.time":                  0,
 		"ringflake.lease.held":                 1, // a fixed ID is always held,
 		"ringflake.machine.id":                 7,
-		"ringflake.lease.inherited_mark_ahead": 0, // without marks
+		"ringflake.lease.inherited_mark_ahead": 0,              // without marks
+		"ringflake.layout.end":                 1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
 	}, failures(map[string]float64{"before_epoch": 1, "time_overflow": 2, "clock_behind": 3, "sequence_exhausted": 4})), samples)
 	assert.Equal(t, map[string]string{
 		"ringflake.ids.issued":                 "Int64 counter {id}",
@@ -229,6 +230,7 @@ func TestRegisterAfterTraffic(t *testing.T) {
 		"ringflake.lease.held":                 "Int64 gauge ",
 		"ringflake.machine.id":                 "Int64 gauge ",
 		"ringflake.lease.inherited_mark_ahead": "Float64 gauge s",
+		"ringflake.layout.end":                 "Float64 gauge s",
 	}, kinds, "no confirmed-mark gauge without a limit")
 }
 

@@ -18,7 +18,7 @@ type Collector struct {
 	now func() time.Time     // written once by NewCollector
 
 	issued, spare, stepBacks, largestBack, waits, waitTime, failures *prometheus.Desc
-	held, machine, confirmedAhead, inheritedAhead                    *prometheus.Desc
+	held, machine, confirmedAhead, inheritedAhead, layoutEnd         *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -66,6 +66,8 @@ func NewCollector(g *ringflake.Generator, opts ...Option) *Collector {
 			"How far the lease's confirmed mark (Lease.Until) is ahead of the clock; negative once the clock has passed it. Absent without a limit."),
 		inheritedAhead: desc("lease_inherited_mark_ahead_seconds",
 			"How far the mark the lease inherited (Lease.After) is still ahead of the clock; 0 once passed."),
+		layoutEnd: desc("layout_end_timestamp_seconds",
+			"When the generator's layout runs out (Layout.End), in seconds since 1970; IDs fail with ErrTimeOverflow from then on."),
 	}
 }
 
@@ -73,7 +75,7 @@ func NewCollector(g *ringflake.Generator, opts ...Option) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range [...]*prometheus.Desc{
 		c.issued, c.spare, c.stepBacks, c.largestBack, c.waits, c.waitTime, c.failures,
-		c.held, c.machine, c.confirmedAhead, c.inheritedAhead,
+		c.held, c.machine, c.confirmedAhead, c.inheritedAhead, c.layoutEnd,
 	} {
 		ch <- d
 	}
@@ -112,4 +114,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		inherited = max(l.After.Sub(now), 0)
 	}
 	gauge(c.inheritedAhead, inherited.Seconds())
+	gauge(c.layoutEnd, unixSeconds(c.g.Layout().End()))
+}
+
+// unixSeconds returns t in seconds since 1970, to the nanosecond where a
+// float64 holds it.
+func unixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }

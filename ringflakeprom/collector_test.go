@@ -197,7 +197,8 @@ func TestCollectorAfterTraffic(t *testing.T) {
 		"ringflake_wait_seconds_total":                 0,
 		"ringflake_lease_held":                         1, // a fixed ID is always held,
 		"ringflake_machine_id":                         7,
-		"ringflake_lease_inherited_mark_ahead_seconds": 0, // without marks
+		"ringflake_lease_inherited_mark_ahead_seconds": 0,              // without marks
+		"ringflake_layout_end_timestamp_seconds":       1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
 	}, failures(map[string]float64{"before_epoch": 1, "time_overflow": 2, "clock_behind": 3, "sequence_exhausted": 4})), samples)
 	assert.Equal(t, map[string]dto.MetricType{
 		"ringflake_ids_issued_total":                   dto.MetricType_COUNTER,
@@ -210,6 +211,7 @@ func TestCollectorAfterTraffic(t *testing.T) {
 		"ringflake_lease_held":                         dto.MetricType_GAUGE,
 		"ringflake_machine_id":                         dto.MetricType_GAUGE,
 		"ringflake_lease_inherited_mark_ahead_seconds": dto.MetricType_GAUGE,
+		"ringflake_layout_end_timestamp_seconds":       dto.MetricType_GAUGE,
 	}, types, "no confirmed-mark gauge without a limit")
 }
 

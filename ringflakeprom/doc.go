@@ -22,6 +22,7 @@
 //	ringflake_machine_id                           gauge    the machine ID, -1 if none
 //	ringflake_lease_confirmed_mark_ahead_seconds   gauge    Lease.Until minus now
 //	ringflake_lease_inherited_mark_ahead_seconds   gauge    Lease.After minus now, at least 0
+//	ringflake_layout_end_timestamp_seconds         gauge    when the layout runs out (Layout.End)
 //
 // The reason label is one of before_epoch, time_overflow, clock_behind,
 // sequence_exhausted, mark_ahead and lease_lost, for the errors
@@ -37,4 +38,8 @@
 // raises it; an inherited mark above 0 means the generator waits for the
 // clock to pass the time up to which the ID's previous holder may have
 // issued.
+//
+// The layout's end makes an alert that fires a year before IDs run out:
+//
+//	ringflake_layout_end_timestamp_seconds - time() < 365 * 86400
 package ringflakeprom

@@ -14,7 +14,13 @@ import (
 func runDecode(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
 	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto")
+	var bits int
+	registerDatacenterBits(fs, &bits)
 	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	layout, err := layoutOf("decode", bits)
+	if err != nil {
 		return err
 	}
 	parse, ok := idParsers[*format]
@@ -24,7 +30,6 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return usageError("decode: no ID given")
 	}
-	layout := ringflake.DefaultLayout()
 	ids := make([]ringflake.ID, 0, fs.NArg())
 	for _, a := range fs.Args() {
 		id, err := parse(a)
@@ -36,8 +41,11 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	w := bufio.NewWriter(stdout)
 	for _, id := range ids {
 		p := layout.Decompose(id)
-		fmt.Fprintf(w, "%d\ttime=%s\tmachine=%d\tsequence=%d\tticks=%d\n",
-			id, p.Time.Format(time.RFC3339Nano), p.Machine, p.Sequence, p.Ticks)
+		fmt.Fprintf(w, "%d\ttime=%s\tmachine=%d", id, p.Time.Format(time.RFC3339Nano), p.Machine)
+		if layout.DatacenterBits > 0 {
+			fmt.Fprintf(w, "\tdatacenter=%d\tworker=%d", p.Datacenter, p.Worker)
+		}
+		fmt.Fprintf(w, "\tsequence=%d\tticks=%d\n", p.Sequence, p.Ticks)
 	}
 	return w.Flush()
 }
@@ -61,7 +69,7 @@ func parseAnyID(s string) (ringflake.ID, error) {
 	case len(s) == 13: // the width of every Base32 ID
 		return ringflake.ParseBase32(s)
 	}
-	return 0, fmt.Errorf("%q is neither decimal nor 13-character base32; for a base58 ID give --format base58", s)
+	return 0, fmt.Errorf("%s is neither decimal nor 13-character base32; for a base58 ID give --format base58", quoteCut(s))
 }
 
 func isDecimal(s string) bool {

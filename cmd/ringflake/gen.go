@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/ringflake/ringflake"
 )
@@ -26,6 +28,11 @@ type genFlags struct {
 // machine ID 0.
 const noMachineIDNote = "ringflake: no --machine-id or --lease given; using machine ID 0, which is unique only if no other generator uses it"
 
+// runGen prints the IDs. A signal stops it at any point within about a
+// second (stopGrace) plus the release (at most releaseTimeout), however
+// long --max-wait is: the IDs printed so far stay printed, the lease is
+// released, and it returns an error saying how many IDs it printed, with
+// the release's error if that failed.
 func runGen(args []string, stdout, stderr io.Writer) error {
 	f, err := parseGen(args, stderr)
 	if err != nil {
@@ -35,20 +42,60 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	// with EPIPE instead of killing the process, which would leave a
 	// lease held until its TTL.
 	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime}))
 	if f.lease.url == "" && !f.set["machine-id"] {
 		fmt.Fprintln(stderr, noMachineIDNote)
 	}
-	g, err := f.newGenerator(log)
+	st := newStartup(ctx, f.clock(), f.sourceName())
+	p, err := f.prepare(log, st)
+	if err != nil {
+		return err
+	}
+	g, err := p.start(st)
+	if errors.Is(err, errInterrupted) {
+		return fmt.Errorf("gen: %w", err)
+	}
 	if err != nil {
 		return err
 	}
 	defer g.done()
-	defer g.Close() // releases a lease
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return writeIDs(ctx, g.Generator, f.n, stdout)
+	out := &idWriter{w: bufio.NewWriter(stdout)}
+	done := make(chan error, 1)
+	go func() { done <- out.write(ctx, g.Generator, f.n) }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-ctx.Done():
+	}
+	deadline := time.NewTimer(releaseTimeout)
+	defer deadline.Stop()
+	// Close wakes a call waiting for a lease; one waiting for the clock
+	// sleeps on, for up to --max-wait, and is not waited for past
+	// stopGrace.
+	relErr := within(g.Close, deadline.C)
+	if ctx.Err() != nil && werr == nil {
+		grace := time.NewTimer(stopGrace)
+		defer grace.Stop()
+		select {
+		case <-done:
+		case <-grace.C:
+		}
+		werr = fmt.Errorf("gen: interrupted after %d IDs", out.stop())
+	}
+	if ferr := out.flush(); ferr != nil && werr == nil {
+		werr = ferr
+	}
+	if relErr != nil && g.leased {
+		return errors.Join(werr, fmt.Errorf("gen: releasing the machine ID's lease: %w", relErr))
+	}
+	return werr
 }
+
+// stopGrace is how long gen waits, after a signal, for the call in
+// flight to return.
+const stopGrace = time.Second
 
 // parseGen parses gen's flags.
 func parseGen(args []string, stderr io.Writer) (genFlags, error) {
@@ -77,32 +124,61 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// writeIDs prints n IDs from g, one decimal per line, until ctx is done or
-// stdout fails. A reader that went away (gen | head) ends the run quietly,
-// with errClosedPipe, so that the caller still releases its lease.
-func writeIDs(ctx context.Context, g *ringflake.Generator, n int64, stdout io.Writer) error {
-	w := bufio.NewWriter(stdout)
+// idWriter prints IDs, one decimal per line. Its writes and its stop are
+// serialised by mu, so that gen can stop it while a call waits and still
+// print every ID issued before.
+type idWriter struct {
+	mu      sync.Mutex // protects the fields below
+	w       *bufio.Writer
+	n       int64 // IDs printed
+	stopped bool  // no more IDs are printed
+}
+
+// write prints n IDs from g until ctx is done or stdout fails. A reader
+// that went away (gen | head) ends the run quietly, with errClosedPipe, so
+// that the caller still releases its lease. It does not flush.
+func (o *idWriter) write(ctx context.Context, g *ringflake.Generator, n int64) error {
 	var buf [21]byte
 	for i := int64(0); i < n; i++ {
 		if ctx.Err() != nil {
-			if ferr := w.Flush(); ferr != nil {
-				return writeError(ferr)
-			}
-			return fmt.Errorf("gen: interrupted after %d IDs", i)
+			return nil // runGen reports the interruption
 		}
 		id, err := g.NextID() // waits at most MaxWait
 		if err != nil {
-			if ferr := w.Flush(); ferr != nil {
-				return writeError(ferr)
+			if ctx.Err() != nil {
+				return nil
 			}
 			return fmt.Errorf("gen: after %d IDs: %w", i, err)
 		}
 		line := append(strconv.AppendInt(buf[:0], int64(id), 10), '\n')
-		if _, err := w.Write(line); err != nil {
+		o.mu.Lock()
+		if o.stopped {
+			o.mu.Unlock()
+			return nil
+		}
+		_, err = o.w.Write(line)
+		o.n++
+		o.mu.Unlock()
+		if err != nil {
 			return writeError(err)
 		}
 	}
-	if err := w.Flush(); err != nil {
+	return nil
+}
+
+// stop ends the printing and returns how many IDs were printed.
+func (o *idWriter) stop() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stopped = true
+	return o.n
+}
+
+// flush writes out what is buffered.
+func (o *idWriter) flush() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.w.Flush(); err != nil {
 		return writeError(err)
 	}
 	return nil

@@ -130,18 +130,24 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 
 // leaser makes the Leaser the flags describe, and returns with it a func
 // that closes its connection and the URL without its password, for
-// messages. maxMachine is the layout's largest machine ID, and clock, if
-// not nil, the generator's clock.
-func (l *leaseFlags) leaser(maxMachine int64, clock func() time.Time) (_ machineid.Leaser, done func(), name string, _ error) {
+// messages. maxMachine is the largest ID the lease may hand out, the
+// layout's largest machine ID or, with a datacenter split (split), its
+// largest worker, which is then the default range's top; clock, if not
+// nil, is the generator's clock.
+func (l *leaseFlags) leaser(maxMachine int64, split bool, clock func() time.Time) (_ machineid.Leaser, done func(), name string, _ error) {
 	u, err := l.parsed()
 	if err != nil {
 		return nil, nil, "", err
 	}
 	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew, clock: clock}
+	what := "machine IDs"
+	if split {
+		c.hi, what = maxMachine, "workers in a datacenter"
+	}
 	if l.rng != "" {
 		c.lo, c.hi, _ = l.parseRange()
 		if c.hi > maxMachine {
-			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's machine IDs are 0..%d", l.cmd, l.rng, maxMachine)
+			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's %s are 0..%d", l.cmd, l.rng, what, maxMachine)
 		}
 	}
 	leaser, done, err := backends[u.Scheme](u, c)

@@ -10,13 +10,22 @@
 //	                                     /v1/decode/{id}, Leaf's /api/snowflake/get/{key},
 //	                                     /metrics, /healthz and /readyz
 //	ringflake decode ID...               print the time, machine and sequence of each ID
+//	ringflake bounds FROM [TO]           print the IDs lo and hi of the time range, for
+//	                                     WHERE id >= lo AND id < hi
 //	ringflake simulate [--rollback D]    replay a clock step-back against ringflake and a strict Snowflake
 //	ringflake simulate --svg FILE        the same, and draw it as an SVG chart in FILE
 //
-// Bad input exits with status 2 and a one-line reason on stderr; a failure
-// while generating, or writing the chart, exits with status 1. serve runs
-// until SIGTERM or SIGINT, then drains the requests in flight, releases its
-// lease and exits 0.
+// Exit status: 0 on success, and for serve after a SIGTERM or SIGINT that
+// stopped it cleanly; 2 for bad input, with a one-line reason on stderr; 1
+// for a failure (no machine ID to be had, a failure while generating or
+// writing the chart, a drain that timed out, a lease that could not be
+// released, as when the store is down at exit) and for gen stopped by a
+// signal; 141 for gen whose reader went away.
+//
+// A SIGTERM or SIGINT at any point, while the machine ID is acquired or
+// its mark waited out included, stops gen within about a second and serve
+// within --shutdown-timeout (the requests in flight), each then releasing
+// its lease within 5 s.
 package main
 
 import (
@@ -57,6 +66,11 @@ commands:
                                 (bounds and defaults: "ringflake gen -h")
       [--acquire-timeout D]     wait at most D for the lease and its inherited mark (30s)
       [--max-wait D]            wait at most D for each ID, as for a lease lapse (100ms)
+      [--datacenter-bits B --datacenter N]
+                                split the machine ID into B bits of datacenter (5 for
+                                Twitter's) and the rest of worker: the datacenter is N,
+                                and --machine-id or the lease gives the worker (the
+                                lease's default --machine-range is then every worker)
       [--clock-offset D]        shift the clock (testing and demos)
   serve [--addr HOST:PORT]      serve IDs over HTTP (default 127.0.0.1:8080: loopback only,
                                 as the API has no authentication; :8080 for every interface),
@@ -66,22 +80,32 @@ commands:
                                       mode ignores it)
         GET /v1/id                    {"id":"..."}
         GET /v1/ids?n=N               {"ids":["...",...]}, N in 1..--max-batch
-        GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}
+        GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}, with
+                                      "datacenter" and "worker" under --datacenter-bits;
+                                      decimal or Base32, ?format=base58 for Base58
         GET /metrics                  Prometheus metrics of the generator, Go and the process
-        GET /healthz, /readyz         up; able to issue now (503 with the reason if not)
-                                IDs are decimal strings in JSON; bad input is a 4xx and a
-                                failure to issue a 503 (with Retry-After when waiting helps),
-                                each with {"error":"..."}
+        GET /healthz, /readyz         up, from the moment it listens; able to issue now
+                                      (503 with the reason if not, as while the machine
+                                      ID is acquired and the ID endpoints answer 503)
+                                HEAD works wherever GET does. IDs are decimal strings in
+                                JSON; bad input is a 4xx and a failure to issue a 503 (with
+                                Retry-After when waiting helps), each with {"error":"..."}
       [--max-batch N]           the most IDs one /v1/ids may ask for, 1..65536 (4096)
       [--max-wait D] [--acquire-timeout D] [--clock-offset D] and the lease flags, as for gen
       [--read-timeout D] [--write-timeout D] [--idle-timeout D]
                                 per connection (5s, 10s, 60s)
       [--shutdown-timeout D]    on SIGTERM or SIGINT, wait at most D for the requests in
-                                flight (10s), then release the lease and exit 0
+                                flight (10s), then release the lease (at most 5s) and exit
+                                0, or 1 if the release failed
       [--log-format text|json]  log records on stderr: one at the start, one at the stop,
                                 and the generator's own (step backs, lease changes)
   decode ID...                  print the time, machine and sequence of each ID
-                                (decimal or Base32; Base58 with --format base58)
+                                (decimal or Base32; Base58 with --format base58), and
+                                its datacenter and worker with --datacenter-bits B
+  bounds FROM [TO]              print lo and hi, one per line, such that the IDs whose
+                                time is in [FROM, TO) are WHERE id >= lo AND id < hi;
+                                without TO, the IDs of FROM's millisecond. FROM and TO
+                                are RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
       [--max-wait D] [--svg FILE]
                                 step a clock back and compare ringflake with a
@@ -93,7 +117,7 @@ Run "ringflake <command> -h" for a command's flags.`
 // run executes one command and returns the process exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "ringflake: no command given; want gen, serve, decode or simulate")
+		fmt.Fprintln(stderr, "ringflake: no command given; want gen, serve, decode, bounds or simulate")
 		return 2
 	}
 	var err error
@@ -104,13 +128,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runServe(args[1:], stderr)
 	case "decode":
 		err = runDecode(args[1:], stdout, stderr)
+	case "bounds":
+		err = runBounds(args[1:], stdout, stderr)
 	case "simulate":
 		err = runSimulate(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
 	default:
-		err = fmt.Errorf("%w: unknown command %q; want gen, serve, decode or simulate", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q; want gen, serve, decode, bounds or simulate", errUsage, args[0])
 	}
 	switch {
 	case err == nil:

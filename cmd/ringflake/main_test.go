@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
 )
 
 func TestMain(m *testing.M) {
@@ -61,8 +65,8 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string // the whole stderr line
 	}{
-		{"no command", nil, "ringflake: no command given; want gen, serve, decode or simulate"},
-		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, serve, decode or simulate`},
+		{"no command", nil, "ringflake: no command given; want gen, serve, decode, bounds or simulate"},
+		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, serve, decode, bounds or simulate`},
 		{"decode nothing", []string{"decode"}, "ringflake: decode: no ID given"},
 		{"decode letters", []string{"decode", "12-4"},
 			`ringflake: decode: "12-4" is neither decimal nor 13-character base32; for a base58 ID give --format base58`},
@@ -267,4 +271,76 @@ func TestDecodeForms(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Equal(t, 2, strings.Count(stdout, "\n"), "one line per ID")
 	assert.True(t, strings.HasPrefix(stdout, "21\t"), "auto reads digits as decimal; got %q", stdout)
+}
+
+// bounds prints lo and hi for WHERE id >= lo AND id < hi, from RFC 3339
+// or Unix milliseconds; without TO, those of FROM's millisecond.
+func TestBoundsCommand(t *testing.T) {
+	t.Parallel()
+	l := ringflake.DefaultLayout()
+	noon := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	ids := func(from, to time.Time) string {
+		lo, hi, err := l.Bounds(from, to)
+		require.NoError(t, err)
+		return fmt.Sprintf("%d\n%d\n", lo, hi)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"RFC 3339 range", []string{"2026-11-22T12:00:00Z", "2026-11-22T13:00:00+00:00"}, ids(noon, noon.Add(time.Hour))},
+		{"Unix milliseconds", []string{strconv.FormatInt(noon.UnixMilli(), 10), strconv.FormatInt(noon.Add(time.Hour).UnixMilli(), 10)}, ids(noon, noon.Add(time.Hour))},
+		{"one millisecond", []string{"2026-11-22T12:00:00.0005Z"}, ids(noon, noon.Add(time.Millisecond))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := invoke(append([]string{"bounds"}, tt.args...)...)
+			assert.Equal(t, 0, code, "stderr %s", stderr)
+			assert.Equal(t, tt.want, stdout)
+		})
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "ringflake: bounds: want FROM [TO], each RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds; got 0 arguments\n"},
+		{[]string{"yesterday"}, `ringflake: bounds: FROM: "yesterday" is neither RFC 3339 (2026-11-24T10:00:00Z) nor Unix milliseconds` + "\n"},
+		{[]string{"2026-11-22T13:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: invalid configuration: range from 2026-11-22T13:00:00Z to 2026-11-22T12:00:00Z: to is 1h0m0s before from\n"},
+		{[]string{"2020-01-01T00:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: invalid configuration: from = 2020-01-01T00:00:00Z; valid range 2024-01-01T00:00:00Z up to 2093-09-06T15:47:35.551Z, the layout's first and last tick\n"},
+	} {
+		code, stdout, stderr := invoke(append([]string{"bounds"}, tt.args...)...)
+		assert.Equal(t, 2, code, "bounds %q", tt.args)
+		assert.Empty(t, stdout)
+		assert.Equal(t, tt.want, stderr, "bounds %q", tt.args)
+	}
+}
+
+// With --datacenter-bits, decode shows the datacenter and the worker, and
+// gen issues with its --datacenter and its worker.
+func TestDatacenterFlags(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := invoke("gen", "-n", "2", "--datacenter-bits", "5", "--datacenter", "3", "--machine-id", "7")
+	require.Equal(t, 0, code, "stderr %s", stderr)
+	ids := strings.Fields(stdout)
+	require.Len(t, ids, 2)
+	code, stdout, stderr = invoke("decode", "--datacenter-bits", "5", ids[0])
+	require.Equal(t, 0, code, "stderr %s", stderr)
+	assert.Regexp(t, `^\d+\ttime=\S+\tmachine=103\tdatacenter=3\tworker=7\tsequence=0\tticks=\d+\n$`, stdout)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gen", "--datacenter", "3"}, "ringflake: gen: --datacenter needs --datacenter-bits (5 for Twitter's split)\n"},
+		{[]string{"gen", "--datacenter-bits", "5", "--machine-id", "1"}, "ringflake: gen: --datacenter-bits 5 splits the machine ID; give --datacenter 0..31\n"},
+		{[]string{"gen", "--datacenter-bits", "11", "--datacenter", "1"}, "ringflake: gen: --datacenter-bits = 11; want 0..10\n"},
+		{[]string{"gen", "--datacenter-bits", "5", "--datacenter", "1", "--machine-id", "32"}, "ringflake: gen: invalid configuration: machine ID (the worker within datacenter 1) = 32; valid range 0..31\n"},
+		{[]string{"serve", "--datacenter-bits", "5", "--datacenter", "1", "--lease", "redis://127.0.0.1:1", "--machine-range", "0-40"}, "ringflake: serve: --machine-range = \"0-40\"; the layout's workers in a datacenter are 0..31\n"},
+		{[]string{"decode", "--datacenter-bits", "-1", "1"}, "ringflake: decode: --datacenter-bits = -1; want 0..10\n"},
+	} {
+		code, _, stderr := invoke(tt.args...)
+		assert.Equal(t, 2, code, "%q", tt.args)
+		assert.Equal(t, tt.want, stderr, "%q", tt.args)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -71,31 +72,48 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	return f, nil
 }
 
-// runServe serves the HTTP API until SIGTERM or SIGINT, then stops taking
-// connections, lets the requests in flight finish (at most
-// --shutdown-timeout), closes the generator, which releases a lease, and
-// returns nil.
+// runServe serves the HTTP API until SIGTERM or SIGINT. It listens first,
+// answering /healthz at once and /readyz and the ID endpoints with 503 and
+// the reason while it gets its machine ID; a signal meanwhile ends the
+// wait, releases what was taken and returns nil. After a signal while
+// serving it stops taking connections, lets the requests in flight finish
+// (at most --shutdown-timeout), closes the generator, which releases a
+// lease (at most releaseTimeout), and returns nil, or the error of a
+// drain that timed out or a release that failed.
 func runServe(args []string, stderr io.Writer) error {
 	f, err := parseServe(args, stderr)
 	if err != nil {
 		return err
 	}
 	log := slog.New(logHandler(f.logFormat, stderr))
-	// Listening first reports a taken port before a lease is taken.
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	defer ln.Close()
-	g, err := f.newGenerator(log)
+	// The handler first: a signal at any point from here on stops the
+	// process in order, releasing what it holds.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	clock := f.clock()
+	st := newStartup(ctx, clock, f.sourceName())
+	p, err := f.prepare(log, st)
 	if err != nil {
 		return err
 	}
-	defer g.done()
-	defer g.Close() // a no-op after the Close below
-
+	var g *generator
+	if f.lease.url == "" {
+		// A fixed machine ID: New returns at once, and reports a bad
+		// setting before anything is logged.
+		if g, err = p.make(); err != nil {
+			return err
+		}
+	}
+	// Listening before a lease's New reports a taken port before a lease
+	// is taken, and answers /healthz while New waits.
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		p.out.done()
+		return fmt.Errorf("serve: %w", err)
+	}
+	svc := newService(nil, serviceConfig{maxBatch: f.maxBatch, clock: clock, layout: f.layout(), starting: st.reason})
 	srv := &http.Server{
-		Handler:           newService(g.Generator, serviceConfig{maxBatch: f.maxBatch, clock: g.clock}),
+		Handler:           svc,
 		ReadHeaderTimeout: f.readTimeout,
 		ReadTimeout:       f.readTimeout,
 		WriteTimeout:      f.writeTimeout,
@@ -103,10 +121,32 @@ func runServe(args []string, stderr io.Writer) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(jsonErrors{ln}) }()
+	log.Info("ringflake: listening", "addr", ln.Addr().String(), "source", f.sourceName())
+
+	began := time.Now()
+	if g == nil {
+		g, err = p.start(st)
+	}
+	if err != nil {
+		_ = srv.Close()
+		if !errors.Is(err, errInterrupted) {
+			return err
+		}
+		attrs := []any{"took", time.Since(began).Round(time.Millisecond), "issued", 0}
+		if f.lease.url != "" {
+			attrs = append(attrs, "released", err == errInterrupted)
+		}
+		log.Info("ringflake: stopped before serving", attrs...)
+		if err != errInterrupted {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	}
+	defer g.done()
+	defer g.Close() // a no-op after shutdown's Close
+	svc.ready(g.Generator)
 	log.Info("ringflake: serving", "addr", ln.Addr().String(), "machine", g.Lease().ID, "source", g.source, "max_batch", f.maxBatch)
 
 	select {
@@ -119,9 +159,10 @@ func runServe(args []string, stderr io.Writer) error {
 }
 
 // shutdown stops srv taking connections, waits at most timeout for the
-// requests in flight, then closes the generator, which releases a lease,
-// and logs that it stopped. It returns an error if requests were still
-// running at the timeout or the lease could not be released.
+// requests in flight, then closes the generator, which releases a lease
+// (at most releaseTimeout), and logs that it stopped. It returns an error
+// if requests were still running at the timeout or the lease could not be
+// released.
 func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Duration) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -131,9 +172,14 @@ func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Dur
 		_ = srv.Close() // cuts the connections still busy
 	}
 	issued := g.Stats().Issued
-	closeErr := g.Close() // a handler still running after a drain that timed out gets ErrClosed
-	log.Info("ringflake: stopped", "drained", drainErr == nil, "took", time.Since(start).Round(time.Millisecond),
-		"issued", issued, "released", closeErr == nil)
+	deadline := time.NewTimer(releaseTimeout)
+	defer deadline.Stop()
+	closeErr := within(g.Close, deadline.C) // a handler still running after a drain that timed out gets ErrClosed
+	attrs := []any{"drained", drainErr == nil, "took", time.Since(start).Round(time.Millisecond), "issued", issued}
+	if g.leased {
+		attrs = append(attrs, "released", closeErr == nil)
+	}
+	log.Info("ringflake: stopped", attrs...)
 	switch {
 	case drainErr != nil:
 		return fmt.Errorf("serve: requests still running after --shutdown-timeout %v; their connections were closed", timeout)
@@ -143,10 +189,20 @@ func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Dur
 	return nil
 }
 
-// logHandler returns the slog handler of --log-format.
+// logHandler returns the slog handler of --log-format. JSON records give
+// durations as text ("15ms"), as text records do, rather than as a number
+// of nanoseconds.
 func logHandler(format string, w io.Writer) slog.Handler {
 	if format == "json" {
-		return slog.NewJSONHandler(w, nil)
+		return slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: durationText})
 	}
 	return slog.NewTextHandler(w, nil)
+}
+
+// durationText writes a duration as its String.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,21 +33,27 @@ const (
 //	GET /api/snowflake/get/{key}  an ID as plain decimal text, as Meituan Leaf answers; the key is ignored
 //	GET /v1/id                    {"id":"..."}
 //	GET /v1/ids?n=N               {"ids":["...",...]}, N in 1..maxBatch, from one NextN call
-//	GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}
+//	GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}; decimal or Base32, ?format=base58
 //	GET /metrics                  the generator's metrics, and the Go runtime's and the process's
-//	GET /healthz                  200 while the process runs
+//	GET /healthz                  200 while the process runs, from the moment it listens
 //	GET /readyz                   200 while the generator can issue now, else 503 with the reason
 //
-// Every other path is a 404 and every other method a 405, each with a JSON
-// body {"error":"..."}, as is bad input (400). A failure to issue is a 503
+// HEAD answers as GET would, without the body. Until the generator is
+// ready (while its machine ID is acquired, or its inherited mark waited
+// out), /readyz and the ID endpoints answer 503 with the reason. Every
+// other path is a 404 and every other method a 405, each with a JSON body
+// {"error":"..."}, as is bad input (400). An unclean path ("//v1/id",
+// "/v1/./id") is served as its clean form. A failure to issue is a 503
 // with the error's text and, when waiting helps, Retry-After. A service is
 // safe for concurrent use.
 type service struct {
-	g        *ringflake.Generator // written once by newService
-	layout   ringflake.Layout     // g's, written once by newService
-	clock    func() time.Time     // the generator's clock, for /readyz; written once by newService
-	maxBatch int                  // written once by newService
-	mux      *http.ServeMux       // written once by newService
+	gen      atomic.Pointer[ringflake.Generator] // nil until ready; stored once
+	starting func() string                       // why there is no generator yet; written once by newService
+	layout   ringflake.Layout                    // the generator's, written once by newService
+	clock    func() time.Time                    // the generator's clock, for /readyz; written once by newService
+	maxBatch int                                 // written once by newService
+	mux      *http.ServeMux                      // written once by newService
+	reg      *prometheus.Registry                // written by newService, and by ready once
 
 	ids  sync.Pool // *[]ringflake.ID with room for maxBatch, for /v1/ids
 	bufs sync.Pool // *[]byte, for /v1/ids's body
@@ -53,10 +63,14 @@ type service struct {
 type serviceConfig struct {
 	maxBatch int              // the most IDs /v1/ids hands out at once; 0 means defaultMaxBatch
 	clock    func() time.Time // the generator's clock (ringflake.WithClock); nil means time.Now
+	layout   ringflake.Layout // the generator's layout, for /v1/decode before it is ready; zero means the default
+	starting func() string    // why the service is not ready before its generator is; nil means "starting"
 }
 
 // newService returns the HTTP API over g, which stays the caller's to
-// Close. c.maxBatch must be 0 or in 1..maxMaxBatch.
+// Close. A nil g means the generator is still being made: the service
+// answers /healthz at once, and the rest once ready is called. c.maxBatch
+// must be 0 or in 1..maxMaxBatch.
 func newService(g *ringflake.Generator, c serviceConfig) *service {
 	if c.maxBatch == 0 {
 		c.maxBatch = defaultMaxBatch
@@ -64,33 +78,84 @@ func newService(g *ringflake.Generator, c serviceConfig) *service {
 	if c.clock == nil {
 		c.clock = time.Now
 	}
-	s := &service{g: g, layout: g.Layout(), clock: c.clock, maxBatch: c.maxBatch, mux: http.NewServeMux()}
+	if c.layout == (ringflake.Layout{}) {
+		c.layout = ringflake.DefaultLayout()
+	}
+	if c.starting == nil {
+		c.starting = func() string { return "starting" }
+	}
+	s := &service{starting: c.starting, layout: c.layout, clock: c.clock, maxBatch: c.maxBatch, mux: http.NewServeMux()}
 	s.ids.New = func() any { b := make([]ringflake.ID, s.maxBatch); return &b }
 	s.bufs.New = func() any { b := make([]byte, 0, 64); return &b }
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		ringflakeprom.NewCollector(g, ringflakeprom.WithClock(c.clock)),
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	// Each route is registered for every method, so that a wrong one gets
 	// the JSON 405 of onlyGET rather than ServeMux's plain-text one.
-	s.mux.Handle("/api/snowflake/get/{key}", onlyGET(s.leaf))
-	s.mux.Handle("/v1/id", onlyGET(s.id))
-	s.mux.Handle("/v1/ids", onlyGET(s.batch))
+	s.mux.Handle("/api/snowflake/get/{key}", onlyGET(s.issuing(s.leaf)))
+	s.mux.Handle("/v1/id", onlyGET(s.issuing(s.id)))
+	s.mux.Handle("/v1/ids", onlyGET(s.issuing(s.batch)))
 	s.mux.Handle("/v1/decode/{id}", onlyGET(s.decode))
-	s.mux.Handle("/metrics", onlyGET(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP))
+	s.mux.Handle("/metrics", onlyGET(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}).ServeHTTP))
 	s.mux.Handle("/healthz", onlyGET(healthz))
 	s.mux.Handle("/readyz", onlyGET(s.readyz))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		replyError(w, http.StatusNotFound, fmt.Sprintf("no such path %q; see ringflake serve -h", r.URL.Path))
+		replyError(w, http.StatusNotFound, fmt.Sprintf("no such path %s; see ringflake serve -h", quoteCut(r.URL.Path)))
 	})
+	if g != nil {
+		s.ready(g)
+	}
 	return s
 }
 
-// ServeHTTP routes a request.
-func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ready makes the service answer from g. Call it once.
+func (s *service) ready(g *ringflake.Generator) {
+	s.reg.MustRegister(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(s.clock)))
+	s.gen.Store(g)
+}
+
+// ServeHTTP routes a request. An unclean path is routed as its clean form,
+// where ServeMux would answer a redirect with an HTML body.
+func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := cleanPath(r.URL.Path); p != r.URL.Path {
+		r2 := *r
+		u := *r.URL
+		u.Path, u.RawPath = p, ""
+		r2.URL = &u
+		r = &r2
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// cleanPath returns p with its "//", "." and ".." resolved, as ServeMux
+// wants it, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// issuing passes a request on to h, which issues IDs, once the service has
+// a generator, and answers 503 with the reason until then.
+func (s *service) issuing(h func(*ringflake.Generator, http.ResponseWriter, *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		g := s.gen.Load()
+		if g == nil {
+			w.Header().Set("Retry-After", "1")
+			replyError(w, http.StatusServiceUnavailable, "not ready: "+s.starting())
+			return
+		}
+		h(g, w, r)
+	}
+}
 
 // Header values shared by every response; net/http only reads them.
 var (
@@ -99,23 +164,44 @@ var (
 	noStore  = []string{"no-store"} // every GET of an ID is a new ID: no cache may answer it
 )
 
-// onlyGET lets GET requests through to h, and answers others with 405.
+// onlyGET lets GET and HEAD requests through to h, and answers others
+// with 405. net/http drops the body of an answer to HEAD.
 func onlyGET(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			replyError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s; want GET", r.Method))
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			replyError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s; want GET or HEAD", cut(r.Method)))
 			return
 		}
 		h(w, r)
 	})
 }
 
+// maxEcho bounds how much of a request's input an error repeats, as the
+// library's parse errors do.
+const maxEcho = 32
+
+// quoteCut quotes s, cut after maxEcho bytes.
+func quoteCut(s string) string {
+	if len(s) > maxEcho {
+		return strconv.Quote(s[:maxEcho]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// cut returns s cut after maxEcho bytes, for a token such as a method.
+func cut(s string) string {
+	if len(s) > maxEcho {
+		return s[:maxEcho] + "..."
+	}
+	return s
+}
+
 // leaf answers as Meituan Leaf's Snowflake endpoint does: the ID in plain
 // decimal text, without a newline. Leaf's Snowflake mode ignores the key
 // (only its segment mode uses it), and so does this.
-func (s *service) leaf(w http.ResponseWriter, _ *http.Request) {
-	id, err := s.g.NextID()
+func (s *service) leaf(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
+	id, err := g.NextID()
 	if err != nil {
 		issueError(w, err)
 		return
@@ -127,8 +213,8 @@ func (s *service) leaf(w http.ResponseWriter, _ *http.Request) {
 }
 
 // id answers {"id":"..."}.
-func (s *service) id(w http.ResponseWriter, _ *http.Request) {
-	id, err := s.g.NextID()
+func (s *service) id(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
+	id, err := g.NextID()
 	if err != nil {
 		issueError(w, err)
 		return
@@ -145,20 +231,15 @@ func (s *service) id(w http.ResponseWriter, _ *http.Request) {
 // batch answers {"ids":["...",...]} with n IDs from one NextN call. A
 // batch that fails part way is a 503: the IDs it did get are dropped,
 // unused, rather than handed out short.
-func (s *service) batch(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if !q.Has("n") {
-		replyError(w, http.StatusBadRequest, fmt.Sprintf("n is missing; want /v1/ids?n=N with N in 1..%d", s.maxBatch))
-		return
-	}
-	n, err := strconv.Atoi(q.Get("n"))
-	if err != nil || n < 1 || n > s.maxBatch {
-		replyError(w, http.StatusBadRequest, fmt.Sprintf("n = %q; want an integer in 1..%d", q.Get("n"), s.maxBatch))
+func (s *service) batch(g *ringflake.Generator, w http.ResponseWriter, r *http.Request) {
+	n, msg := batchSize(r.URL.RawQuery, s.maxBatch)
+	if msg != "" {
+		replyError(w, http.StatusBadRequest, msg)
 		return
 	}
 	ids := s.ids.Get().(*[]ringflake.ID)
 	defer s.ids.Put(ids)
-	if _, err := s.g.NextN((*ids)[:n]); err != nil {
+	if _, err := g.NextN((*ids)[:n]); err != nil {
 		issueError(w, err)
 		return
 	}
@@ -181,23 +262,68 @@ func (s *service) batch(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// decoded is /v1/decode's answer.
-type decoded struct {
-	ID       ringflake.ID `json:"id"` // a string in JSON
-	Time     string       `json:"time"`
-	Machine  int64        `json:"machine"`
-	Sequence int64        `json:"sequence"`
+// batchSize reads n from a raw query: a plain decimal in 1..maxBatch,
+// given once. It returns the reason for a 400 if there is none such, with
+// the input it repeats cut to maxEcho bytes. The raw query is read rather
+// than url.Values, which decodes "+3" to " 3" and drops "n=3;x" unseen.
+func batchSize(rawQuery string, maxBatch int) (n int, msg string) {
+	var vals []string
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		if k, v, _ := strings.Cut(pair, "="); k == "n" {
+			vals = append(vals, v)
+		}
+	}
+	switch {
+	case len(vals) == 0:
+		return 0, fmt.Sprintf("n is missing; want /v1/ids?n=N with N in 1..%d", maxBatch)
+	case len(vals) > 1:
+		return 0, fmt.Sprintf("n is given %d times; give it once, a decimal in 1..%d", len(vals), maxBatch)
+	}
+	v := vals[0]
+	if len(v) > 0 && len(v) <= 9 && strings.Trim(v, "0123456789") == "" {
+		n, _ = strconv.Atoi(v) // 9 digits fit an int
+	}
+	if n < 1 || n > maxBatch {
+		return 0, fmt.Sprintf("n = %s; want an integer in 1..%d", quoteCut(v), maxBatch)
+	}
+	return n, ""
 }
 
-// decode answers the parts of a decimal ID under the generator's layout.
+// decoded is /v1/decode's answer. Datacenter and Worker are there when the
+// layout splits the machine ID.
+type decoded struct {
+	ID         ringflake.ID `json:"id"` // a string in JSON
+	Time       string       `json:"time"`
+	Machine    int64        `json:"machine"`
+	Datacenter *int64       `json:"datacenter,omitempty"`
+	Worker     *int64       `json:"worker,omitempty"`
+	Sequence   int64        `json:"sequence"`
+}
+
+// decode answers the parts of an ID under the generator's layout: decimal
+// or Base32 as decode reads them, or the form ?format= names (decimal,
+// base32, base58, auto).
 func (s *service) decode(w http.ResponseWriter, r *http.Request) {
-	id, err := ringflake.ParseID(r.PathValue("id"))
+	format := "auto"
+	if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && q.Has("format") {
+		format = q.Get("format")
+	}
+	parse, ok := idParsers[format]
+	if !ok {
+		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want auto, decimal, base32 or base58", quoteCut(format)))
+		return
+	}
+	id, err := parse(r.PathValue("id"))
 	if err != nil {
-		replyError(w, http.StatusBadRequest, err.Error())
+		replyError(w, http.StatusBadRequest, strings.Replace(err.Error(), "--format base58", "?format=base58", 1))
 		return
 	}
 	p := s.layout.Decompose(id)
-	replyJSON(w, http.StatusOK, decoded{ID: id, Time: p.Time.UTC().Format(time.RFC3339Nano), Machine: p.Machine, Sequence: p.Sequence})
+	d := decoded{ID: id, Time: p.Time.UTC().Format(time.RFC3339Nano), Machine: p.Machine, Sequence: p.Sequence}
+	if s.layout.DatacenterBits > 0 {
+		d.Datacenter, d.Worker = &p.Datacenter, &p.Worker
+	}
+	replyJSON(w, http.StatusOK, d)
 }
 
 // healthz answers 200 for as long as the process serves at all.
@@ -213,9 +339,14 @@ type readiness struct {
 }
 
 // readyz answers 200 while the generator can issue now, and 503 with the
-// reason while it cannot.
+// reason while it cannot, or while there is none yet.
 func (s *service) readyz(w http.ResponseWriter, _ *http.Request) {
-	l := s.g.Lease()
+	g := s.gen.Load()
+	if g == nil {
+		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: -1, Reason: s.starting()})
+		return
+	}
+	l := g.Lease()
 	reason := notReady(l.Held, l.Err, l.After, l.Until, s.clock())
 	if reason != "" {
 		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: l.ID, Reason: reason})

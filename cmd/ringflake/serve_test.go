@@ -44,6 +44,13 @@ type server struct {
 // the test ends if it is still running.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServerUntil(t, "ringflake: serving", args...)
+}
+
+// startServerUntil is startServer, returning once the process logs the
+// record msg ("ringflake: listening", say) rather than that it serves.
+func startServerUntil(t *testing.T, msg string, args ...string) *server {
+	t.Helper()
 	bin := buildCLI(t)
 	s := &server{exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
@@ -61,7 +68,7 @@ func startServer(t *testing.T, args ...string) *server {
 			s.mu.Lock()
 			s.records = append(s.records, rec)
 			s.mu.Unlock()
-			if rec["msg"] == "ringflake: serving" {
+			if rec["msg"] == msg {
 				serving <- rec
 			}
 		}
@@ -80,7 +87,7 @@ func startServer(t *testing.T, args ...string) *server {
 	case <-s.exited:
 		t.Fatalf("serve exited before serving: %v; log: %v", s.waitErr, s.log())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not log that it serves within 30s; log: %v", s.log())
+		t.Fatalf("serve did not log %q within 30s; log: %v", msg, s.log())
 	}
 	return s
 }
@@ -211,14 +218,75 @@ func TestServeProcess(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Equal(t, 405, resp.StatusCode)
-	assert.JSONEq(t, `{"error":"method POST; want GET"}`, string(b))
+	assert.JSONEq(t, `{"error":"method POST; want GET or HEAD"}`, string(b))
+
+	// HTTP's conventions: HEAD wherever GET, JSON for net/http's own 431.
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := client.Head("http://" + s.addr + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode, "HEAD %s", path)
+	}
+	r = mustGet(t, s.addr, "/v1/decode/"+strings.Repeat("1", 64<<10))
+	assert.Equal(t, 431, r.code, "a 64 KB URL")
+	assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+	assert.JSONEq(t, `{"error":"431 Request Header Fields Too Large"}`, r.body)
+	r = mustGet(t, s.addr, "//v1/./id")
+	assert.Equal(t, 200, r.code, "an unclean path is served clean; body %s", r.body)
 
 	assert.Equal(t, 0, s.stop(t, syscall.SIGINT), "exit status after SIGINT; log %v", s.log())
-	assert.Equal(t, []string{"ringflake: serving", "ringflake: stopped"}, s.messages(), "one record at the start and one at the stop")
-	stopped := s.log()[1]
+	assert.Equal(t, []string{"ringflake: listening", "ringflake: serving", "ringflake: stopped"}, s.messages(),
+		"one record when it listens, one when it serves and one at the stop")
+	stopped := s.log()[2]
 	assert.Equal(t, true, stopped["drained"])
-	assert.Equal(t, true, stopped["released"])
-	assert.Equal(t, float64(1002), stopped["issued"])
+	assert.NotContains(t, stopped, "released", "a fixed machine ID has no lease to release")
+	assert.Equal(t, float64(1003), stopped["issued"], "the IDs of the GETs, the unclean path's included")
+	took, ok := stopped["took"].(string)
+	require.True(t, ok, "took is a duration as text, not nanoseconds: %v", stopped["took"])
+	_, err = time.ParseDuration(took)
+	assert.NoError(t, err, "took %q", took)
+}
+
+// Started against a fresh Redis, whose restart floor makes New wait up to
+// a TTL, serve answers /healthz at once, and /readyz and the ID endpoints
+// with 503 and the reason, until it can issue; then it serves.
+func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "3s")
+	r := mustGet(t, s.addr, "/healthz")
+	assert.Equal(t, 200, r.code, "/healthz from the moment the port is open")
+	r = mustGet(t, s.addr, "/readyz")
+	require.Equal(t, 503, r.code, "not ready while New waits out the fresh Redis's floor; body %s", r.body)
+	var ready readiness
+	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
+	assert.Regexp(t, `^(acquiring the machine ID from the lease redis://127\.0\.0\.1:\d+|waiting for the clock to pass the machine ID's inherited mark .*)$`, ready.Reason)
+	r = mustGet(t, s.addr, "/v1/id")
+	assert.Equal(t, 503, r.code)
+	assert.Contains(t, r.body, `"error":"not ready: `)
+	assert.Equal(t, 503, mustGet(t, s.addr, "/api/snowflake/get/k").code)
+
+	require.Eventually(t, func() bool { return status(s.addr, "/readyz") == 200 }, 20*time.Second, 20*time.Millisecond,
+		"ready once the floor (a TTL) has passed")
+	assert.Equal(t, 200, mustGet(t, s.addr, "/v1/id").code)
+	assert.Contains(t, s.messages(), "ringflake: serving")
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+}
+
+// A SIGTERM while serve waits for its machine ID stops it there: exit 0,
+// and the lease it took released, not held for a TTL.
+func TestServeSIGTERMWhileGettingItsMachineID(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "20s")
+	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:0") == "1" }, 10*time.Second, 10*time.Millisecond,
+		"the lease on machine ID 0 is taken while New waits out the floor")
+	require.Equal(t, 503, status(s.addr, "/readyz"), "still waiting: the floor is a 20s TTL")
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+	assert.Equal(t, "0", srv.Do("EXISTS", "{ringflake}:LEASE:0"), "the lease is released at exit")
+	msgs := s.messages()
+	assert.Equal(t, "ringflake: stopped before serving", msgs[len(msgs)-1])
+	assert.Equal(t, true, s.log()[len(msgs)-1]["released"])
 }
 
 func stripHeader(r reply) reply { r.header = nil; return r }

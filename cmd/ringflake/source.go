@@ -18,6 +18,8 @@ type sourceFlags struct {
 	acquire     time.Duration
 	maxWait     time.Duration
 	clockOffset time.Duration
+	datacenter  int64
+	dcBits      int
 	lease       leaseFlags
 	set         map[string]bool // the flags given; filled by check
 }
@@ -25,12 +27,64 @@ type sourceFlags struct {
 // register defines the flags on fs, whose name is the command's.
 func (f *sourceFlags) register(fs *flag.FlagSet) {
 	f.cmd = fs.Name()
-	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023; every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
+	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023 (with --datacenter-bits, the worker within --datacenter); every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
 	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (default 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
 	fs.DurationVar(&f.maxWait, "max-wait", defaultMaxWait, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
+	registerDatacenterBits(fs, &f.dcBits)
+	fs.Int64Var(&f.datacenter, "datacenter", 0, "the datacenter `N`, 0..2^B-1, for a layout split by --datacenter-bits B; "+
+		"--machine-id or the lease then gives the worker within it, 0..2^(10-B)-1, and a lease's default --machine-range is that")
 	f.lease.register(fs)
+}
+
+// registerDatacenterBits defines --datacenter-bits, which gen, serve and
+// decode share.
+func registerDatacenterBits(fs *flag.FlagSet, bits *int) {
+	fs.IntVar(bits, "datacenter-bits", 0, "split the machine ID's 10 bits into `B` bits of datacenter and the rest of worker, 0..10 (5 is Twitter's split; 0, the default, none)")
+}
+
+// layoutOf returns the default layout split by bits of datacenter, or a
+// usage error naming the flag.
+func layoutOf(cmd string, bits int) (ringflake.Layout, error) {
+	l := ringflake.DefaultLayout()
+	if bits < 0 || bits > l.MachineBits {
+		return l, usageError("%s: --datacenter-bits = %d; want 0..%d", cmd, bits, l.MachineBits)
+	}
+	l.DatacenterBits = bits
+	return l, nil
+}
+
+// layout returns the generator's layout.
+func (f *sourceFlags) layout() ringflake.Layout {
+	l, _ := layoutOf(f.cmd, f.dcBits) // check has refused bad bits
+	return l
+}
+
+// clock returns the generator's clock: nil for its own wall clock, the
+// fastest, or time.Now shifted by --clock-offset.
+func (f *sourceFlags) clock() func() time.Time {
+	if f.clockOffset == 0 {
+		return nil
+	}
+	off := f.clockOffset
+	return func() time.Time { return time.Now().Add(off) }
+}
+
+// sourceName says where the machine ID comes from, for messages: "lease"
+// and the URL without its password, "--machine-id", or "" for the
+// default 0.
+func (f *sourceFlags) sourceName() string {
+	switch {
+	case f.lease.url != "":
+		if u, err := f.lease.parsed(); err == nil {
+			return "lease " + u.Redacted()
+		}
+		return "lease"
+	case f.set["machine-id"]:
+		return "--machine-id"
+	}
+	return ""
 }
 
 // check records the flags given on the parsed fs and rejects bad
@@ -38,6 +92,15 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 func (f *sourceFlags) check(fs *flag.FlagSet) error {
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if _, err := layoutOf(f.cmd, f.dcBits); err != nil {
+		return err
+	}
+	if f.set["datacenter"] && f.dcBits == 0 {
+		return usageError("%s: --datacenter needs --datacenter-bits (5 for Twitter's split)", f.cmd)
+	}
+	if f.dcBits > 0 && !f.set["datacenter"] {
+		return usageError("%s: --datacenter-bits %d splits the machine ID; give --datacenter 0..%d", f.cmd, f.dcBits, int64(1)<<f.dcBits-1)
+	}
 	return f.lease.check(f.set)
 }
 
@@ -47,36 +110,51 @@ type generator struct {
 	*ringflake.Generator
 	clock  func() time.Time // the generator's clock: time.Now, shifted by --clock-offset
 	source string           // where the machine ID comes from: "lease URL", "--machine-id", or "" for the default 0
+	leased bool             // the machine ID is leased, and Close releases it
 	done   func()           // closes the store's client; call after Close
 }
 
-// newGenerator makes the generator the flags describe, logging to log. It
-// returns a usage error for a bad setting, and the store's error if no
-// machine ID can be had; New waits for a leased ID's inherited mark (up to
-// a TTL on a store that just restarted) and logs that it does.
-func (f *sourceFlags) newGenerator(log *slog.Logger) (*generator, error) {
+// plan is a generator about to be made: the options for New, and what goes
+// with the generator.
+type plan struct {
+	out   *generator // without its Generator
+	opts  []ringflake.Option
+	where string // the command and the source, for New's errors
+}
+
+// prepare checks the flags and makes the store's client, without
+// contacting the store. It returns a usage error for a bad setting. With
+// st, a leaser is handed to st, which can then abandon the start (see
+// start).
+func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 	out := &generator{clock: time.Now, done: func() {}}
+	layout := f.layout()
 	opts := []ringflake.Option{
 		ringflake.WithAcquireTimeout(f.acquire),
 		ringflake.WithMaxWait(f.maxWait),
 		ringflake.WithLogger(log),
+		ringflake.WithLayout(layout),
 	}
-	var clock func() time.Time // nil: the generator's own wall clock, the fastest
-	if f.clockOffset != 0 {
-		off := f.clockOffset
-		clock = func() time.Time { return time.Now().Add(off) }
+	if layout.DatacenterBits > 0 {
+		opts = append(opts, ringflake.WithDatacenter(f.datacenter))
+	}
+	clock := f.clock()
+	if clock != nil {
 		out.clock = clock
 		opts = append(opts, ringflake.WithClock(clock))
 	}
 	where := f.cmd
 	switch {
 	case f.lease.url != "":
-		leaser, done, name, err := f.lease.leaser(ringflake.DefaultLayout().MaxMachine(), clock)
+		leaser, done, name, err := f.lease.leaser(layout.MaxWorker(), layout.DatacenterBits > 0, clock)
 		if err != nil {
 			return nil, err
 		}
-		out.done, out.source = done, "lease "+name
+		out.done, out.source, out.leased = done, "lease "+name, true
 		where += ": " + out.source
+		if st != nil {
+			leaser = st.watch(leaser)
+		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	case f.set["machine-id"]:
 		out.source = "--machine-id"
@@ -84,15 +162,23 @@ func (f *sourceFlags) newGenerator(log *slog.Logger) (*generator, error) {
 	default:
 		opts = append(opts, ringflake.WithMachineID(0))
 	}
-	g, err := ringflake.New(opts...)
+	return &plan{out: out, opts: opts, where: where}, nil
+}
+
+// make makes the generator. It returns a usage error for a bad setting,
+// and the store's error if no machine ID can be had; New waits for a
+// leased ID's inherited mark (up to a TTL on a store that just restarted)
+// and logs that it does.
+func (p *plan) make() (*generator, error) {
+	g, err := ringflake.New(p.opts...)
 	if err != nil {
-		out.done()
-		err = fmt.Errorf("%s: %w", where, err)
+		p.out.done()
+		err = fmt.Errorf("%s: %w", p.where, err)
 		if errors.Is(err, ringflake.ErrInvalidConfig) {
 			return nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		return nil, err // no machine ID to be had: a failure, not bad input
 	}
-	out.Generator = g
-	return out, nil
+	p.out.Generator = g
+	return p.out, nil
 }

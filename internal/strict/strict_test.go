@@ -26,7 +26,7 @@ func TestStrict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, b, a, "second ID in the same tick")
 	p := layout.Decompose(b)
-	assert.Equal(t, ringflake.Parts{Time: start, Ticks: 3600000, Machine: 3, Sequence: 1}, p)
+	assert.Equal(t, ringflake.Parts{Time: start, Ticks: 3600000, Machine: 3, Worker: 3, Sequence: 1}, p)
 
 	clock.Add(-5 * time.Millisecond)
 	_, err = g.NextID()
