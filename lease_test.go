@@ -536,12 +536,22 @@ var markTickLayout = ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBit
 // generator and how often New read the clock.
 func newPastTheMark(t *testing.T, opts ...ringflake.Option) (*ringflake.Generator, int64) {
 	t.Helper()
+	return newPastTheMarkWhen(t, nil, opts...)
+}
+
+// newPastTheMarkWhen is newPastTheMark, with the clock moved on once moveOn
+// reports true instead (nil: after two reads).
+func newPastTheMarkWhen(t *testing.T, moveOn func() bool, opts ...ringflake.Option) (*ringflake.Generator, int64) {
+	t.Helper()
 	tick := markTickLayout.Tick
 	require.Zero(t, leaseStart.Sub(markTickLayout.Epoch)%tick, "leaseStart should begin a tick")
 	clock := &countingClock{Clock: fakeclock.New(leaseStart.Add(tick / 2))}
 	f := newFakeLeaser(machineid.Lease{ID: 5, Held: true, After: leaseStart.Add(tick / 4)})
+	if moveOn == nil {
+		moveOn = func() bool { return clock.reads.Load() >= 2 }
+	}
 	go func() {
-		for clock.reads.Load() < 2 {
+		for !moveOn() {
 			time.Sleep(time.Millisecond)
 		}
 		clock.Set(leaseStart.Add(tick))
@@ -572,7 +582,9 @@ func TestNewSleepsThroughTheMarksTick(t *testing.T) {
 func TestNewLogsTheWaitItMakes(t *testing.T) {
 	t.Parallel()
 	var rec records
-	newPastTheMark(t, ringflake.WithLogger(slog.New(&rec)))
+	// The clock moves on once New has logged its wait: with a logger, New
+	// reads the clock more often before it looks at the mark.
+	newPastTheMarkWhen(t, func() bool { return len(rec.get(markWaitMsg)) > 0 }, ringflake.WithLogger(slog.New(&rec)))
 	got := rec.get(markWaitMsg)
 	require.Len(t, got, 1, "one record of the wait")
 	assert.Equal(t, 100*time.Millisecond, got[0]["wait"], "the clock is 100 ms short of the next tick")
