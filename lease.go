@@ -278,6 +278,24 @@ func (st *machineState) standing(tick int64) claimStatus {
 // racing with this one) changed the state; re-reading the state keeps a
 // closed generator closed.
 func (g *Generator) setLease(l machineid.Lease) {
+	next := g.stateOf(l)
+	for {
+		old := g.state.Load()
+		if old != nil && old.kind == closed {
+			return
+		}
+		if g.state.CompareAndSwap(old, next) {
+			if old != nil && old.changed != nil {
+				close(old.changed) // only the CAS that replaced old gets here
+			}
+			g.logChange(old, next, l)
+			return
+		}
+	}
+}
+
+// stateOf returns the machine state a lease report stands for.
+func (g *Generator) stateOf(l machineid.Lease) *machineState {
 	next := &machineState{
 		machine: l.ID,
 		b:       bounds{floor: -1, ceil: g.maxTicks},
@@ -302,24 +320,17 @@ func (g *Generator) setLease(l machineid.Lease) {
 	if !l.Until.IsZero() {
 		next.b.ceil = g.tickAt(l.Until)
 	}
-	g.withPart(next)
-	for {
-		old := g.state.Load()
-		if old != nil && old.kind == closed {
-			return
-		}
-		if g.state.CompareAndSwap(old, next) {
-			if old != nil && old.changed != nil {
-				close(old.changed) // only the CAS that replaced old gets here
-			}
-			switch {
-			case old != nil && old.kind == held && next.kind != held:
-				g.log(logLeaseLost, slog.Int64("machine", old.machine), slog.Any("cause", l.Err))
-			case old != nil && old.kind == lost && next.kind == held:
-				g.log(logLeaseRegained, slog.Int64("machine", next.machine))
-			}
-			return
-		}
+	return g.withPart(next)
+}
+
+// logChange logs a lease lost or regained, as old turned into next.
+func (g *Generator) logChange(old, next *machineState, l machineid.Lease) {
+	switch {
+	case old == nil:
+	case old.kind == held && next.kind != held:
+		g.log(logLeaseLost, slog.Int64("machine", old.machine), slog.Any("cause", l.Err))
+	case old.kind == lost && next.kind == held:
+		g.log(logLeaseRegained, slog.Int64("machine", next.machine))
 	}
 }
 

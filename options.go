@@ -125,13 +125,10 @@ func (c *config) validate() error {
 	if err := c.layout.validate(); err != nil {
 		return err
 	}
+	if err := c.validateMachine(); err != nil {
+		return err
+	}
 	switch {
-	case !c.machineSet && c.source == nil:
-		return fmt.Errorf("%w: no machine ID: give WithMachineID, or WithMachineIDSource with a lease (machineid_redis, machineid_etcd, machineid_postgres) or another machineid.Source; every generator sharing an ID space needs its own", ErrInvalidConfig)
-	case c.machineSet && c.source != nil:
-		return fmt.Errorf("%w: both WithMachineID and WithMachineIDSource given; choose one", ErrInvalidConfig)
-	case c.layout.DatacenterBits == 0 && c.machineSet && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):
-		return configErr("machine ID", c.machineID, fmt.Sprintf("0..%d", c.layout.MaxMachine()))
 	case c.ringSize < 1 || c.ringSize > maxRingSize:
 		return configErr("ring size", c.ringSize, fmt.Sprintf("1..%d", maxRingSize))
 	case c.maxWait < 0:
@@ -140,4 +137,18 @@ func (c *config) validate() error {
 		return configErr("acquire timeout", c.acquireTimeout, "0 (the default) or more")
 	}
 	return c.checkDatacenter()
+}
+
+// validateMachine checks that one way to a machine ID was given, and the
+// fixed one's range.
+func (c *config) validateMachine() error {
+	switch {
+	case !c.machineSet && c.source == nil:
+		return fmt.Errorf("%w: no machine ID: give WithMachineID, or WithMachineIDSource with a lease (machineid_redis, machineid_etcd, machineid_postgres) or another machineid.Source; every generator sharing an ID space needs its own", ErrInvalidConfig)
+	case c.machineSet && c.source != nil:
+		return fmt.Errorf("%w: both WithMachineID and WithMachineIDSource given; choose one", ErrInvalidConfig)
+	case c.layout.DatacenterBits == 0 && c.machineSet && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):
+		return configErr("machine ID", c.machineID, fmt.Sprintf("0..%d", c.layout.MaxMachine()))
+	}
+	return nil
 }
