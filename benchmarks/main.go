@@ -64,22 +64,12 @@ func parseFlags() (options, error) {
 	if *quick {
 		o.rounds, o.window, o.pacedDur, o.batches, o.bursts = 1, 50*time.Millisecond, 100*time.Millisecond, 10, 20
 	}
-	o.run = map[string]bool{}
-	for _, s := range strings.Split(*run, ",") {
-		switch s = strings.TrimSpace(s); s {
-		case "single", "burst", "allocs", "sat", "paced", "busy":
-			o.run[s] = true
-		case "":
-		default:
-			return o, fmt.Errorf("unknown scenario %q", s)
-		}
+	var err error
+	if o.run, err = parseScenarios(*run); err != nil {
+		return o, err
 	}
-	for _, s := range strings.Split(*gs, ",") {
-		g, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || g < 1 {
-			return o, fmt.Errorf("bad goroutine count %q", s)
-		}
-		o.gs = append(o.gs, g)
+	if o.gs, err = parseCounts(*gs); err != nil {
+		return o, err
 	}
 	if *peers != "" {
 		o.peerFilter = strings.Split(*peers, ",")
@@ -88,6 +78,34 @@ func parseFlags() (options, error) {
 		return o, fmt.Errorf("rounds, window, paced, rate, paced-g, batches and bursts must be positive")
 	}
 	return o, nil
+}
+
+// parseScenarios reads -run's comma-separated scenarios.
+func parseScenarios(list string) (map[string]bool, error) {
+	run := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "single", "burst", "allocs", "sat", "paced", "busy":
+			run[s] = true
+		case "":
+		default:
+			return nil, fmt.Errorf("unknown scenario %q", s)
+		}
+	}
+	return run, nil
+}
+
+// parseCounts reads -g's comma-separated goroutine counts.
+func parseCounts(list string) ([]int, error) {
+	var gs []int
+	for _, s := range strings.Split(list, ",") {
+		g, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || g < 1 {
+			return nil, fmt.Errorf("bad goroutine count %q", s)
+		}
+		gs = append(gs, g)
+	}
+	return gs, nil
 }
 
 func main() {
