@@ -107,9 +107,9 @@ func New(db DB, opts ...Option) (*Leaser, error) {
 
 // CreateTable creates the Leaser's table if it does not exist, with the
 // statement [TableSQL] shows. It is for applications that let the program
-// create its tables; others run that statement in their migrations. It
-// returns the database's error, wrapped. CreateTable is safe for
-// concurrent use.
+// create its tables; others run that statement in their migrations. Many
+// processes may call it at once on an empty database: they take turns, and
+// each finds the table made. It returns the database's error, wrapped.
 func (l *Leaser) CreateTable(ctx context.Context) error {
 	if _, err := l.db.Exec(ctx, l.sql.create); err != nil {
 		return fmt.Errorf("machineid_postgres: creating table %s: %w", l.cfg.table, err)

@@ -1,6 +1,7 @@
 package machineid_postgres
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -46,7 +47,15 @@ func newStatements(table string) statements {
 	quoted := quote(table)
 	r := strings.NewReplacer("$table", quoted)
 	return statements{
-		create: strings.Replace(TableSQL, defaultTable, quoted, 1),
+		// create makes the table under a transaction-scoped advisory lock
+		// keyed by its name: CREATE TABLE IF NOT EXISTS alone lets two
+		// creators that start together both try, and one fails on the
+		// catalog's unique index (SQLSTATE 23505). One DO statement runs as
+		// one transaction in either protocol.
+		create: fmt.Sprintf(`DO $do$ BEGIN
+PERFORM pg_advisory_xact_lock(%d, hashtext(%s));
+%s;
+END $do$`, createLockClass, literal(quoted), strings.Replace(TableSQL, defaultTable, quoted, 1)),
 
 		// fill adds a free row for every ID in lo..hi that has none, so
 		// that take can lock rows rather than race to insert them.
@@ -105,6 +114,14 @@ RETURNING mark`),
 WHERE owner = $1`),
 	}
 }
+
+// createLockClass is the first key of create's advisory lock, "rflk", so
+// that it does not meet an application's own single-key locks.
+const createLockClass = 0x72666c6b
+
+// literal quotes s as an SQL string literal; a valid quoted table name
+// holds no single quote.
+func literal(s string) string { return "'" + s + "'" }
 
 // quote quotes each part of a valid table name.
 func quote(table string) string {

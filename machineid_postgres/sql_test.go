@@ -1,10 +1,16 @@
 package machineid_postgres_test
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ringflake/ringflake/internal/pgtest"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
@@ -39,4 +45,43 @@ func TestTableNames(t *testing.T) {
 	var tables int
 	require.NoError(t, pool.QueryRow(ctxT(t), `SELECT count(*) FROM pg_tables WHERE tablename IN ('ringflake_machine_ids', 'machine_leases', 'user', 'select')`).Scan(&tables))
 	assert.Equal(t, 4, tables)
+}
+
+// TestCreateTableConcurrently has many processes' connections create the
+// table at once on an empty database, round after round: each must succeed,
+// as two processes starting together on a fresh database do.
+func TestCreateTableConcurrently(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Start(t)
+	admin := newPool(t, srv.DSN())
+	const rounds, creators = 5, 8
+	for round := range rounds {
+		db := fmt.Sprintf("fresh_%d", round)
+		_, err := admin.Exec(ctxT(t), "CREATE DATABASE "+db)
+		require.NoError(t, err)
+		dsn := strings.Replace(srv.DSN(), "/postgres?", "/"+db+"?", 1)
+		conns := make([]*pgx.Conn, creators)
+		for i := range conns {
+			conns[i], err = pgx.Connect(ctxT(t), dsn)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = conns[i].Close(context.Background()) })
+		}
+		start := make(chan struct{})
+		var g errgroup.Group
+		for i, conn := range conns {
+			g.Go(func() error {
+				l, err := mp.New(conn)
+				if err != nil {
+					return err
+				}
+				<-start
+				if err := l.CreateTable(ctxT(t)); err != nil {
+					return fmt.Errorf("round %d, creator %d: %w", round, i, err)
+				}
+				return nil
+			})
+		}
+		close(start)
+		assert.NoError(t, g.Wait(), "every concurrent creator succeeds")
+	}
 }
