@@ -7,8 +7,8 @@ import (
 )
 
 // TableSQL creates the table of leases under its default name. For another
-// name ([WithTable]), put that name in its place, or call
-// [Leaser.CreateTable]. Each row is one machine ID:
+// name ([WithTable]), put that name in its place, or call [CreateTable].
+// Each row is one machine ID:
 //
 //   - owner is the random token of the process holding the ID, NULL when
 //     it was released;
@@ -131,9 +131,6 @@ func quote(table string) string {
 	}
 	return strings.Join(parts, ".")
 }
-
-// micros returns d in whole microseconds, the database's resolution.
-func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // ceilMicro rounds t up to the database's resolution, a microsecond, so a
 // mark lowered to it still covers t.

@@ -13,11 +13,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ringflake/ringflake/internal/pgtest"
+	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
 
 // TestTableNames checks that the documented statement makes a table the
-// Leaser can use, and that CreateTable makes one under any valid name: in
+// Holder can use, and that CreateTable makes one under any valid name: in
 // a schema, or a reserved word.
 func TestTableNames(t *testing.T) {
 	t.Parallel()
@@ -29,13 +30,13 @@ func TestTableNames(t *testing.T) {
 	require.NoError(t, err)
 	for _, table := range []string{"", "ids.machine_leases", "user", "ids.select"} {
 		t.Run(table, func(t *testing.T) {
-			var opts []mp.Option
+			var opts []machineid.Option
 			if table != "" {
 				opts = append(opts, mp.WithTable(table))
 			}
 			l := newLeaser(t, pool, opts...)
 			if table != "" {
-				require.NoError(t, l.CreateTable(ctxT(t)))
+				require.NoError(t, mp.CreateTable(ctxT(t), pool, table))
 			}
 			id, err := l.MachineID(ctxT(t))
 			require.NoError(t, err)
@@ -70,12 +71,8 @@ func TestCreateTableConcurrently(t *testing.T) {
 		var g errgroup.Group
 		for i, conn := range conns {
 			g.Go(func() error {
-				l, err := mp.New(conn)
-				if err != nil {
-					return err
-				}
 				<-start
-				if err := l.CreateTable(ctxT(t)); err != nil {
+				if err := mp.CreateTable(ctxT(t), conn, ""); err != nil {
 					return fmt.Errorf("round %d, creator %d: %w", round, i, err)
 				}
 				return nil
