@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,6 +12,14 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
+
+// pgCloseWait bounds how long a stop waits for the pool to close. pgx
+// closes a connection whose statement was cut short (a renewal or release
+// that timed out) by first sending the server a cancel request, with a
+// fixed deadline of 15s, and pgxpool.Close waits for it: against a database
+// that cannot be reached, 15s more of a stop for nothing, since the
+// process's exit closes its sockets anyway.
+const pgCloseWait = time.Second
 
 // postgresLease is the backend of postgres:// and postgresql:// URLs: pgx's
 // connection URL, with one query parameter of this command's, table=NAME
@@ -46,7 +55,18 @@ func postgresLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) 
 		pool.Close()
 		return nil, nil, err
 	}
-	return &tableMaker{h, pool, table}, pool.Close, nil
+	return &tableMaker{h, pool, table}, func() { closeWithin(pool, pgCloseWait) }, nil
+}
+
+// closeWithin closes pool, waiting for it at most d; the close goes on in
+// the background.
+func closeWithin(pool *pgxpool.Pool, d time.Duration) {
+	done := make(chan struct{})
+	go func() { pool.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // tableMaker is a Holder that creates its table when its first lease finds
