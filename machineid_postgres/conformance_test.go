@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			l, err := mp.New(pool, mp.WithRange(lo, hi), mp.WithTTL(ttl))
+			l, err := mp.New(pool, machineid.WithRange(lo, hi), machineid.WithTTL(ttl))
 			if err != nil {
 				pool.Close()
 				return nil, err

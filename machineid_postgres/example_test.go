@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
 
@@ -21,14 +22,14 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	leaser, err := mp.New(pool, mp.WithRange(0, ringflake.DefaultLayout().MaxMachine()), mp.WithTTL(10*time.Second))
+	if err := mp.CreateTable(ctx, pool, ""); err != nil { // or run mp.TableSQL in a migration
+		log.Fatal(err)
+	}
+	holder, err := mp.New(pool, machineid.WithRange(0, ringflake.DefaultLayout().MaxMachine()), machineid.WithTTL(10*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := leaser.CreateTable(ctx); err != nil { // or run mp.TableSQL in a migration
-		log.Fatal(err)
-	}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(leaser))
+	g, err := ringflake.New(ringflake.WithMachineIDSource(holder))
 	if err != nil {
 		log.Fatal(err) // for example: every ID in the range is held
 	}
@@ -38,7 +39,7 @@ func ExampleNew() {
 }
 
 // A table name that is not a plain lowercase identifier is refused when
-// the Leaser is made, before anything reaches the database.
+// the Holder is made, before anything reaches the database.
 func ExampleWithTable() {
 	pool, err := pgxpool.New(context.Background(), "postgres://app@db.internal/app") // connects on first use
 	if err != nil {

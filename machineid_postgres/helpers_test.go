@@ -42,9 +42,7 @@ func startDB(t *testing.T) (*pgtest.Server, *pgxpool.Pool) {
 	t.Helper()
 	srv := pgtest.Start(t)
 	pool := newPool(t, srv.DSN())
-	l, err := mp.New(pool)
-	require.NoError(t, err)
-	require.NoError(t, l.CreateTable(ctxT(t)))
+	require.NoError(t, mp.CreateTable(ctxT(t), pool, ""))
 	return srv, pool
 }
 
@@ -58,21 +56,21 @@ func newPool(t *testing.T, dsn string) *pgxpool.Pool {
 	return pool
 }
 
-// newLeaser returns a Leaser on db with the test TTL and opts, released
+// newLeaser returns a Holder on db with the test TTL and opts, released
 // when the test ends (before its pool closes: cleanups run last first).
-func newLeaser(t *testing.T, db mp.DB, opts ...mp.Option) *mp.Leaser {
+func newLeaser(t *testing.T, db mp.DB, opts ...machineid.Option) *machineid.Holder {
 	t.Helper()
-	l, err := mp.New(db, append([]mp.Option{mp.WithTTL(ttl)}, opts...)...)
+	l, err := mp.New(db, append([]machineid.Option{machineid.WithTTL(ttl)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Release(time.Time{}) })
 	return l
 }
 
-// ownLeaser returns a Leaser with a pool of its own to srv, as another
+// ownLeaser returns a Holder with a pool of its own to srv, as another
 // process would have, and a function that abandons it: its pool closes, so
 // it stops talking to the database as a crashed process would, and
 // releases nothing.
-func ownLeaser(t *testing.T, srv *pgtest.Server, opts ...mp.Option) (*mp.Leaser, func()) {
+func ownLeaser(t *testing.T, srv *pgtest.Server, opts ...machineid.Option) (*machineid.Holder, func()) {
 	t.Helper()
 	pool := newPool(t, srv.DSN())
 	return newLeaser(t, pool, opts...), pool.Close
@@ -91,7 +89,7 @@ type report struct {
 	at time.Time
 }
 
-// recorder records every lease a Leaser reports to it.
+// recorder records every lease a Holder reports to it.
 type recorder struct {
 	mu      sync.Mutex
 	reports []report

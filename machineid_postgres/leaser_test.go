@@ -22,13 +22,13 @@ import (
 func TestLowestFreeID(t *testing.T) {
 	t.Parallel()
 	srv, pool := startDB(t)
-	take := func() (*mp.Leaser, int64) {
-		l := newLeaser(t, pool, mp.WithRange(5, 9))
+	take := func() (*machineid.Holder, int64) {
+		l := newLeaser(t, pool, machineid.WithRange(5, 9))
 		id, err := l.MachineID(ctxT(t))
 		require.NoError(t, err)
 		return l, id
 	}
-	var ls []*mp.Leaser
+	var ls []*machineid.Holder
 	for want := int64(5); want <= 7; want++ {
 		l, id := take()
 		assert.Equal(t, want, id, "the lowest free ID in 5..9")
@@ -44,7 +44,7 @@ func TestLowestFreeID(t *testing.T) {
 
 	// A lease whose holder stopped renewing (its client is gone) is free
 	// once it expires by the database's clock.
-	crashed, abandon := ownLeaser(t, srv, mp.WithRange(8, 8))
+	crashed, abandon := ownLeaser(t, srv, machineid.WithRange(8, 8))
 	_, err := crashed.MachineID(ctxT(t))
 	require.NoError(t, err)
 	abandon()
@@ -60,12 +60,12 @@ func TestExclusiveUnderContention(t *testing.T) {
 	srv, _ := startDB(t)
 	const clients, ids = 24, 16
 	for round := range 2 {
-		leasers := make([]*mp.Leaser, clients)
+		leasers := make([]*machineid.Holder, clients)
 		got := make([]int64, clients)
 		errs := make([]error, clients)
 		var g errgroup.Group
 		for i := range leasers {
-			leasers[i] = newLeaser(t, newPool(t, srv.DSN()), mp.WithRange(0, ids-1))
+			leasers[i] = newLeaser(t, newPool(t, srv.DSN()), machineid.WithRange(0, ids-1))
 			g.Go(func() error {
 				got[i], errs[i] = leasers[i].MachineID(ctxT(t))
 				return nil
@@ -75,7 +75,7 @@ func TestExclusiveUnderContention(t *testing.T) {
 		var taken []int64
 		for i, err := range errs {
 			if err != nil {
-				assert.ErrorIs(t, err, mp.ErrExhausted, "round %d: client %d failed for another reason than a full range", round, i)
+				assert.ErrorIs(t, err, machineid.ErrExhausted, "round %d: client %d failed for another reason than a full range", round, i)
 				continue
 			}
 			taken = append(taken, got[i])
@@ -114,7 +114,7 @@ func TestChurnKeepsLeasesApart(t *testing.T) {
 	end := time.Now().Add(2 * time.Second)
 	var g errgroup.Group
 	for c := range clients {
-		l, _ := ownLeaser(t, srv, mp.WithRange(0, ids-1))
+		l, _ := ownLeaser(t, srv, machineid.WithRange(0, ids-1))
 		rec := watch(t, l)
 		g.Go(func() error {
 			rng := rand.New(rand.NewPCG(uint64(c), 1))
@@ -126,7 +126,7 @@ func TestChurnKeepsLeasesApart(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				id, err := l.MachineID(ctx)
 				cancel()
-				if errors.Is(err, mp.ErrExhausted) {
+				if errors.Is(err, machineid.ErrExhausted) {
 					time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
 					continue
 				}
@@ -193,12 +193,12 @@ func TestReleaseLowersMark(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			id := int64(i)
-			prev := newLeaser(t, pool, mp.WithRange(id, id))
+			prev := newLeaser(t, pool, machineid.WithRange(id, id))
 			_, err := prev.MachineID(ctxT(t))
 			require.NoError(t, err)
 			require.NoError(t, prev.Release(inherited))
 
-			l := newLeaser(t, pool, mp.WithRange(id, id))
+			l := newLeaser(t, pool, machineid.WithRange(id, id))
 			_, err = l.MachineID(ctxT(t))
 			require.NoError(t, err)
 			lease := l.Lease()
@@ -216,7 +216,7 @@ func TestReleaseLowersMark(t *testing.T) {
 			require.NotNil(t, r.mark)
 			assert.True(t, r.mark.Equal(want), "mark = %v; want %v (%s)", *r.mark, want, tt.want)
 			assert.False(t, l.Lease().Held, "a released lease is not held")
-			assert.ErrorIs(t, l.Lease().Err, mp.ErrReleased)
+			assert.ErrorIs(t, l.Lease().Err, machineid.ErrReleased)
 		})
 	}
 }
@@ -296,7 +296,7 @@ func TestMachineIDHonoursContext(t *testing.T) {
 		_ = l.Release(time.Time{}) // the database is paused: its own statement times out
 		select {
 		case err := <-done:
-			assert.ErrorIs(t, err, mp.ErrReleased)
+			assert.ErrorIs(t, err, machineid.ErrReleased)
 		case <-time.After(2 * time.Second):
 			t.Fatal("MachineID did not return soon after Release")
 		}
@@ -309,9 +309,9 @@ func TestMissingTable(t *testing.T) {
 	l := newLeaser(t, pool, mp.WithTable("elsewhere"))
 	_, err := l.MachineID(ctxT(t))
 	require.Error(t, err)
-	assert.ErrorContains(t, err, "table elsewhere does not exist; create it with TableSQL or Leaser.CreateTable")
-	require.NoError(t, l.CreateTable(ctxT(t)))
-	require.NoError(t, l.CreateTable(ctxT(t)), "CreateTable twice")
+	assert.ErrorContains(t, err, "table elsewhere does not exist; create it with TableSQL or CreateTable")
+	require.NoError(t, mp.CreateTable(ctxT(t), pool, "elsewhere"))
+	require.NoError(t, mp.CreateTable(ctxT(t), pool, "elsewhere"), "CreateTable twice")
 	_, err = l.MachineID(ctxT(t))
 	assert.NoError(t, err)
 }
@@ -322,7 +322,7 @@ func TestMissingTable(t *testing.T) {
 func TestGeneratorFollowsLease(t *testing.T) {
 	t.Parallel()
 	_, pool := startDB(t)
-	l := newLeaser(t, pool, mp.WithRange(3, 3))
+	l := newLeaser(t, pool, machineid.WithRange(3, 3))
 	g, err := ringflake.New(ringflake.WithMachineIDSource(l))
 	require.NoError(t, err)
 	id, err := g.NextID()
@@ -343,4 +343,26 @@ func TestGeneratorFollowsLease(t *testing.T) {
 	lastTime := g.Layout().Decompose(last).Time
 	assert.False(t, r.mark.Before(lastTime), "mark %v is below the last time issued, %v", *r.mark, lastTime)
 	assert.True(t, r.mark.Before(lastTime.Add(ttl/3)), "mark %v should come down to about the last time issued, %v", *r.mark, lastTime)
+}
+
+// TestReleaseBoundedWhenUnreachable pauses the database under a holder:
+// Release must give up after about the call timeout, not the TTL, so that a
+// process stops soon when its database cannot be reached.
+func TestReleaseBoundedWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	srv, _ := startDB(t)
+	const callTimeout = 200 * time.Millisecond
+	l := newLeaser(t, newPool(t, srv.DSN()), machineid.WithTTL(10*time.Second), machineid.WithCallTimeout(callTimeout))
+	_, err := l.MachineID(ctxT(t))
+	require.NoError(t, err)
+	srv.Pause()
+	defer srv.Resume()
+	start := time.Now()
+	err = l.Release(time.Now())
+	took := time.Since(start)
+	assert.Error(t, err, "the release cannot reach the database")
+	// The Holder waits at most the call timeout for a call in flight, and
+	// as long again (and a tenth) for its own; the bound is generous.
+	assert.Less(t, took, 10*callTimeout, "Release took %v; want about the call timeout, %v, not the TTL", took, callTimeout)
+	t.Logf("Release returned after %v: %v", took, err)
 }

@@ -1,6 +1,7 @@
 package machineid_postgres_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,34 +11,30 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
 
+// TestNewRefusesBadConfig checks the store's own settings and its limits;
+// the common options' bounds are the engine's, tested there.
 func TestNewRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	pool := &pgxpool.Pool{} // never used: New does not contact the database
 	for _, tt := range []struct {
 		name string
 		db   mp.DB
-		opts []mp.Option
+		opts []machineid.Option
 		want string // in the message: the value and the valid range
 	}{
-		{"nil db", nil, nil, "db = nil"},
-		{"empty table", pool, []mp.Option{mp.WithTable("")}, `table = ""; valid: a lowercase SQL identifier`},
-		{"uppercase table", pool, []mp.Option{mp.WithTable("Leases")}, `table = "Leases"`},
-		{"table with a quote", pool, []mp.Option{mp.WithTable(`a"b`)}, `table = "a\"b"`},
-		{"three-part table", pool, []mp.Option{mp.WithTable("a.b.c")}, `table = "a.b.c"`},
-		{"table too long", pool, []mp.Option{mp.WithTable(strings.Repeat("t", 64))}, `table = "tttt`},
-		{"negative lo", pool, []mp.Option{mp.WithRange(-1, 5)}, "range = -1..5; valid: lo..hi with 0 <= lo <= hi and at most 65536 IDs"},
-		{"lo above hi", pool, []mp.Option{mp.WithRange(6, 5)}, "range = 6..5"},
-		{"range too large", pool, []mp.Option{mp.WithRange(0, 1<<16)}, "range = 0..65536"},
-		{"TTL too short", pool, []mp.Option{mp.WithTTL(99 * time.Millisecond)}, "TTL = 99ms; valid: 100ms..24h0m0s"},
-		{"negative TTL", pool, []mp.Option{mp.WithTTL(-time.Second)}, "TTL = -1s"},
-		{"TTL too long", pool, []mp.Option{mp.WithTTL(25 * time.Hour)}, "TTL = 25h0m0s"},
-		{"margin of half the TTL", pool, []mp.Option{mp.WithTTL(time.Second), mp.WithSafetyMargin(500 * time.Millisecond)}, "safety margin = 500ms; valid: above 0 and below TTL/2 (500ms)"},
-		{"negative margin", pool, []mp.Option{mp.WithSafetyMargin(-time.Millisecond)}, "safety margin = -1ms"},
-		{"call timeout over the TTL", pool, []mp.Option{mp.WithTTL(time.Second), mp.WithCallTimeout(2 * time.Second)}, "call timeout = 2s; valid: above 0 and at most the TTL (1s)"},
-		{"negative call timeout", pool, []mp.Option{mp.WithCallTimeout(-1)}, "call timeout = -1ns"},
+		{"nil db", nil, nil, "machineid_postgres: db = nil"},
+		{"empty table", pool, []machineid.Option{mp.WithTable("")}, `machineid_postgres: table = ""; valid: a lowercase SQL identifier`},
+		{"uppercase table", pool, []machineid.Option{mp.WithTable("Leases")}, `table = "Leases"`},
+		{"table with a quote", pool, []machineid.Option{mp.WithTable(`a"b`)}, `table = "a\"b"`},
+		{"three-part table", pool, []machineid.Option{mp.WithTable("a.b.c")}, `table = "a.b.c"`},
+		{"empty schema", pool, []machineid.Option{mp.WithTable(".b")}, `table = ".b"`},
+		{"table too long", pool, []machineid.Option{mp.WithTable(strings.Repeat("t", 64))}, `table = "tttt`},
+		{"range too large", pool, []machineid.Option{machineid.WithRange(0, 1<<16)}, "machineid_postgres: range = 0..65536 (65537 IDs); valid: at most 65536 IDs"},
+		{"TTL too long", pool, []machineid.Option{machineid.WithTTL(25 * time.Hour)}, "machineid_postgres: TTL = 25h0m0s; valid: 100ms..1h0m0s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := mp.New(tt.db, tt.opts...)
@@ -47,6 +44,9 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			assert.ErrorContains(t, err, tt.want)
 		})
 	}
+	err := mp.CreateTable(context.Background(), pool, "Leases")
+	assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, "CreateTable checks the name before it reaches the database")
+	assert.ErrorContains(t, err, `table = "Leases"`)
 }
 
 func TestNewAcceptsGoodConfig(t *testing.T) {
@@ -54,16 +54,17 @@ func TestNewAcceptsGoodConfig(t *testing.T) {
 	pool := &pgxpool.Pool{}
 	for _, tt := range []struct {
 		name string
-		opts []mp.Option
+		opts []machineid.Option
 	}{
 		{"defaults", nil},
-		{"nil option", []mp.Option{nil}},
-		{"one ID", []mp.Option{mp.WithRange(7, 7)}},
-		{"the largest range", []mp.Option{mp.WithRange(1<<40, 1<<40+1<<16-1)}},
-		{"schema-qualified table", []mp.Option{mp.WithTable("ids.machine_leases")}},
-		{"63-byte table", []mp.Option{mp.WithTable(strings.Repeat("t", 63))}},
-		{"shortest TTL, its own defaults", []mp.Option{mp.WithTTL(100 * time.Millisecond)}},
-		{"every option", []mp.Option{mp.WithTTL(time.Minute), mp.WithSafetyMargin(time.Second), mp.WithCallTimeout(time.Minute), mp.WithClock(time.Now)}},
+		{"nil option", []machineid.Option{nil}},
+		{"one ID", []machineid.Option{machineid.WithRange(7, 7)}},
+		{"the largest range", []machineid.Option{machineid.WithRange(1<<40, 1<<40+1<<16-1)}},
+		{"schema-qualified table", []machineid.Option{mp.WithTable("ids.machine_leases")}},
+		{"63-byte table", []machineid.Option{mp.WithTable(strings.Repeat("t", 63))}},
+		{"shortest TTL, its own defaults", []machineid.Option{machineid.WithTTL(100 * time.Millisecond)}},
+		{"longest TTL", []machineid.Option{machineid.WithTTL(time.Hour)}},
+		{"every option", []machineid.Option{mp.WithTable("t"), machineid.WithTTL(time.Minute), machineid.WithSafetyMargin(time.Second), machineid.WithCallTimeout(20 * time.Second), machineid.WithClock(time.Now)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := mp.New(pool, tt.opts...)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
 
@@ -52,7 +53,7 @@ func child() int {
 		return 2
 	}
 	defer pool.Close()
-	l, err := mp.New(pool, mp.WithTTL(ttl), mp.WithRange(0, hi), mp.WithClock(clock))
+	l, err := mp.New(pool, machineid.WithTTL(ttl), machineid.WithRange(0, hi), machineid.WithClock(clock))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fatal", err)
 		return 2
@@ -65,7 +66,7 @@ func child() int {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, mp.ErrExhausted) || time.Since(start) > 20*time.Second {
+		if !errors.Is(err, machineid.ErrExhausted) || time.Since(start) > 20*time.Second {
 			fmt.Fprintln(os.Stderr, "fatal", err)
 			return 2
 		}

@@ -51,14 +51,14 @@ func TestExpiryByDatabaseClock(t *testing.T) {
 	srv, pool := startDB(t)
 	ahead := func() time.Time { return time.Now().Add(time.Hour) }
 	behind := func() time.Time { return time.Now().Add(-time.Hour) }
-	old, abandon := ownLeaser(t, srv, mp.WithRange(0, 0), mp.WithClock(ahead))
+	old, abandon := ownLeaser(t, srv, machineid.WithRange(0, 0), machineid.WithClock(ahead))
 	oldRec := watch(t, old)
 	_, err := old.MachineID(ctxT(t))
 	require.NoError(t, err)
 	time.Sleep(ttl / 2) // a renewal or so
 	abandon()
 	lost, _ := oldRec.await(t, 0, 2*ttl, "the lease lost", func(l machineid.Lease) bool { return l.ID == 0 && !l.Held })
-	assert.ErrorIs(t, lost.Err, mp.ErrExpired)
+	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost)
 	var lastUntil time.Time
 	for _, r := range oldRec.all() {
 		if r.Held {
@@ -67,13 +67,13 @@ func TestExpiryByDatabaseClock(t *testing.T) {
 	}
 	expires := readRow(t, pool, 0).expiresAt
 
-	next := newLeaser(t, pool, mp.WithRange(0, 0), mp.WithClock(behind))
+	next := newLeaser(t, pool, machineid.WithRange(0, 0), machineid.WithClock(behind))
 	for {
 		_, err := next.MachineID(ctxT(t))
 		if err == nil {
 			break
 		}
-		require.ErrorIs(t, err, mp.ErrExhausted, "ID 0 is held until it expires")
+		require.ErrorIs(t, err, machineid.ErrExhausted, "ID 0 is held until it expires")
 		require.True(t, time.Now().Before(expires.Add(ttl)), "ID 0 did not come free within a TTL of its expiry, %v", expires)
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -100,7 +100,7 @@ func TestLossReportedWhenServerStops(t *testing.T) {
 	srv.Stop()
 	stopped := time.Now()
 	lost, i := rec.await(t, i, 2*ttl, "the lease lost", notHeld)
-	assert.ErrorIs(t, lost.Err, mp.ErrExpired, "the cause is the lease running out")
+	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost, "the cause is the lease running out")
 	assert.ErrorContains(t, lost.Err, "renewing machine ID", "the cause wraps the failed renewal")
 	srv.Start()
 	back, _ := rec.await(t, i, 2*ttl, "the lease back", held)
@@ -146,7 +146,7 @@ func TestTakenRowReportsLost(t *testing.T) {
 	require.NoError(t, err)
 
 	lost, i := rec.await(t, i, ttl, "the lease lost", notHeld)
-	assert.ErrorIs(t, lost.Err, mp.ErrLost)
+	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost)
 	assert.Equal(t, int64(0), lost.ID)
 	again, _ := rec.await(t, i, ttl, "a new lease", held)
 	assert.Equal(t, int64(1), again.ID, "ID 0 is the intruder's; 1 is the lowest free")
@@ -161,7 +161,7 @@ func TestTakenRowReportsLost(t *testing.T) {
 func TestCallTimeoutBoundsRenewals(t *testing.T) {
 	t.Parallel()
 	srv, pool := startDB(t)
-	l := newLeaser(t, pool, mp.WithCallTimeout(100*time.Millisecond))
+	l := newLeaser(t, pool, machineid.WithCallTimeout(100*time.Millisecond))
 	rec := watch(t, l)
 	_, err := l.MachineID(ctxT(t))
 	require.NoError(t, err)
@@ -169,6 +169,6 @@ func TestCallTimeoutBoundsRenewals(t *testing.T) {
 	srv.Pause()
 	lost, _ := rec.await(t, i, 2*ttl, "the lease lost", notHeld)
 	srv.Resume()
-	assert.ErrorIs(t, lost.Err, mp.ErrExpired)
+	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost)
 	assert.ErrorIs(t, lost.Err, context.DeadlineExceeded, "the cause should be a timed-out renewal")
 }

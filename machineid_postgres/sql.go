@@ -1,13 +1,14 @@
 package machineid_postgres
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
 
 // TableSQL creates the table of leases under its default name. For another
-// name ([WithTable]), put that name in its place, or call
-// [Leaser.CreateTable]. Each row is one machine ID:
+// name ([WithTable]), put that name in its place, or call [CreateTable].
+// Each row is one machine ID:
 //
 //   - owner is the random token of the process holding the ID, NULL when
 //     it was released;
@@ -46,7 +47,15 @@ func newStatements(table string) statements {
 	quoted := quote(table)
 	r := strings.NewReplacer("$table", quoted)
 	return statements{
-		create: strings.Replace(TableSQL, defaultTable, quoted, 1),
+		// create makes the table under a transaction-scoped advisory lock
+		// keyed by its name: CREATE TABLE IF NOT EXISTS alone lets two
+		// creators that start together both try, and one fails on the
+		// catalog's unique index (SQLSTATE 23505). One DO statement runs as
+		// one transaction in either protocol.
+		create: fmt.Sprintf(`DO $do$ BEGIN
+PERFORM pg_advisory_xact_lock(%d, hashtext(%s));
+%s;
+END $do$`, createLockClass, literal(quoted), strings.Replace(TableSQL, defaultTable, quoted, 1)),
 
 		// fill adds a free row for every ID in lo..hi that has none, so
 		// that take can lock rows rather than race to insert them.
@@ -106,6 +115,14 @@ WHERE owner = $1`),
 	}
 }
 
+// createLockClass is the first key of create's advisory lock, "rflk", so
+// that it does not meet an application's own single-key locks.
+const createLockClass = 0x72666c6b
+
+// literal quotes s as an SQL string literal; a valid quoted table name
+// holds no single quote.
+func literal(s string) string { return "'" + s + "'" }
+
 // quote quotes each part of a valid table name.
 func quote(table string) string {
 	parts := strings.Split(table, ".")
@@ -114,9 +131,6 @@ func quote(table string) string {
 	}
 	return strings.Join(parts, ".")
 }
-
-// micros returns d in whole microseconds, the database's resolution.
-func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // ceilMicro rounds t up to the database's resolution, a microsecond, so a
 // mark lowered to it still covers t.

@@ -33,7 +33,7 @@ func (l *leaseFlags) register(fs *flag.FlagSet) {
 		"postgres://user:pass@host:port/db (or postgresql://) with table=NAME (default ringflake_machine_ids, created if missing) and pgx's own parameters")
 	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023; 1-1023 with mode=host)")
 	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D` (default 10s): a crashed process's ID is free after it, and a new process may wait up to it after the store restarts; "+
-		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..24h")
+		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..1h")
 	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server (redis: and let the clock read up to D ahead of the server's); below TTL/2 (default TTL/5)")
 	fs.DurationVar(&l.skew, "max-clock-skew", 0, "redis only: how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
 }

@@ -101,7 +101,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"gen postgres pgx parameter", []string{"gen", "--lease", "postgresql://u:secret@127.0.0.1:1/db?sslmode=maybe"},
 			"ringflake: gen: lease postgresql://u:xxxxx@127.0.0.1:1/db?sslmode=maybe: cannot parse `postgresql://u:xxxxx@127.0.0.1:1/db?sslmode=maybe`: failed to configure TLS (sslmode is invalid)"},
 		{"gen postgres TTL", []string{"gen", "--lease", "postgres://127.0.0.1:1/db", "--lease-ttl", "48h"},
-			"ringflake: gen: lease postgres://127.0.0.1:1/db: invalid configuration: TTL = 48h0m0s; valid: 100ms..24h0m0s"},
+			"ringflake: gen: lease postgres://127.0.0.1:1/db: invalid configuration: TTL = 48h0m0s; valid: 100ms..1h0m0s"},
 		{"gen postgres skew", []string{"gen", "--lease", "postgres://127.0.0.1:1/db", "--max-clock-skew", "1s"},
 			"ringflake: gen: lease postgres://127.0.0.1:1/db: --max-clock-skew is for redis:// leases; PostgreSQL leases compare no clock with the store's, so there is no skew to allow"},
 		{"gen unparsable URL", []string{"gen", "--lease", "redis://u:p%zz@127.0.0.1:1"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,6 +12,14 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
+
+// pgCloseWait bounds how long a stop waits for the pool to close. pgx
+// closes a connection whose statement was cut short (a renewal or release
+// that timed out) by first sending the server a cancel request, with a
+// fixed deadline of 15s, and pgxpool.Close waits for it: against a database
+// that cannot be reached, 15s more of a stop for nothing, since the
+// process's exit closes its sockets anyway.
+const pgCloseWait = time.Second
 
 // postgresLease is the backend of postgres:// and postgresql:// URLs: pgx's
 // connection URL, with one query parameter of this command's, table=NAME
@@ -22,13 +31,14 @@ func postgresLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) 
 		return nil, nil, errNoSkew("PostgreSQL")
 	}
 	q := u.Query()
-	opts := []mp.Option{mp.WithTTL(c.ttl), mp.WithSafetyMargin(c.margin), mp.WithClock(c.clock)}
+	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin), machineid.WithClock(c.clock)}
+	table := q.Get("table")
 	if q.Has("table") {
-		opts = append(opts, mp.WithTable(q.Get("table")))
+		opts = append(opts, mp.WithTable(table))
 		q.Del("table")
 	}
 	if c.hi >= 0 {
-		opts = append(opts, mp.WithRange(c.lo, c.hi))
+		opts = append(opts, machineid.WithRange(c.lo, c.hi))
 	}
 	rest := *u
 	rest.RawQuery = q.Encode()
@@ -40,36 +50,45 @@ func postgresLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := mp.New(pool, opts...)
+	h, err := mp.New(pool, opts...)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	return &tableMaker{l}, pool.Close, nil
+	return &tableMaker{h, pool, table}, func() { closeWithin(pool, pgCloseWait) }, nil
 }
 
-// tableMaker is a Leaser that creates its table when its first lease finds
+// closeWithin closes pool, waiting for it at most d; the close goes on in
+// the background.
+func closeWithin(pool *pgxpool.Pool, d time.Duration) {
+	done := make(chan struct{})
+	go func() { pool.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+// tableMaker is a Holder that creates its table when its first lease finds
 // it missing, so that gen and serve work on an empty database. A role that
 // may not create tables gets the database's refusal; one whose table
 // exists is never asked to.
 type tableMaker struct {
-	*mp.Leaser
+	*machineid.Holder
+	db    mp.DB
+	table string // "" for the default
 }
 
-// MachineID is the Leaser's, after creating the table if it is missing.
+// MachineID is the Holder's, after creating the table if it is missing.
 func (l *tableMaker) MachineID(ctx context.Context) (int64, error) {
-	id, err := l.Leaser.MachineID(ctx)
+	id, err := l.Holder.MachineID(ctx)
 	if !missingTable(err) {
 		return id, err
 	}
-	// Two processes creating the table at once can fail on PostgreSQL's
-	// catalog; the one that loses still finds the table made.
-	cerr := l.CreateTable(ctx)
-	id, err = l.Leaser.MachineID(ctx)
-	if cerr != nil && missingTable(err) {
-		return -1, cerr
+	if err := mp.CreateTable(ctx, l.db, l.table); err != nil {
+		return -1, err
 	}
-	return id, err
+	return l.Holder.MachineID(ctx)
 }
 
 // missingTable reports whether err is PostgreSQL's undefined_table.

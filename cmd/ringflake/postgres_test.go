@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,4 +84,50 @@ func TestCLIPostgresCredentials(t *testing.T) {
 func TestCLIPostgresUnreachable(t *testing.T) {
 	t.Parallel()
 	checkUnreachable(t, buildCLI(t), "postgres://ringflake:s3cret@"+deadPort(t)+"/postgres?sslmode=disable")
+}
+
+// genStopBound is how long gen may take to stop after SIGTERM when its
+// database cannot be reached, at the default TTL of 10s: the release waits
+// at most twice the call timeout (2s) and a tenth, and the pool's close
+// pgCloseWait; the rest is slack for a busy machine. It must stay well
+// inside Kubernetes' default grace period of 30s, with serve's drain.
+const genStopBound = 10 * time.Second
+
+// gen stops soon after SIGTERM when the database stops answering (the
+// server is paused, as a host that cannot be reached): the release gives up
+// after the call timeout, and the pool's close does not wait for pgx's
+// cancel requests.
+func TestCLIPostgresStopWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	pg := pgtest.Start(t)
+	cmd := exec.Command(bin, "gen", "--lease", pg.AddRole("ringflake", "s3cret"), "-n", "1000000000000")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{}) // closed when gen has exited
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	r := bufio.NewReader(out)
+	_, err = r.ReadString('\n')
+	require.NoError(t, err, "gen should print an ID")
+	go func() { _, _ = io.Copy(io.Discard, r) }() // gen must never block on stdout
+
+	pg.Pause()
+	defer pg.Resume()
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-done:
+		took := time.Since(start)
+		t.Logf("gen exited %v after SIGTERM; stderr %q", took, stderr.String())
+		assert.Less(t, took, genStopBound, "gen's stop with the database unreachable")
+	case <-time.After(time.Minute):
+		t.Fatalf("gen did not exit within a minute of SIGTERM; stderr %q", stderr.String())
+	}
 }
