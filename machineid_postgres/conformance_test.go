@@ -38,6 +38,7 @@ func TestConformance(t *testing.T) {
 				pool.(*pgxpool.Pool).Close()
 			}
 		},
+		Pause: func(*testing.T) func() { srv.Pause(); return srv.Resume },
 		Restart: func(t *testing.T) {
 			srv.Stop()
 			srv.Start()
