@@ -61,9 +61,15 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer g.done()
+	return printIDs(ctx, g, f.n, stdout)
+}
+
+// printIDs writes n IDs of g to stdout until they are out or ctx ends (a
+// signal), then closes g, releasing its lease, within releaseTimeout.
+func printIDs(ctx context.Context, g *generator, n int64, stdout io.Writer) error {
 	out := &idWriter{w: bufio.NewWriter(stdout)}
 	done := make(chan error, 1)
-	go func() { done <- out.write(ctx, g.Generator, f.n) }()
+	go func() { done <- out.write(ctx, g.Generator, n) }()
 	var werr error
 	select {
 	case werr = <-done:
