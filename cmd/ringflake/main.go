@@ -129,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // libraryPrefixes are the package names the library's error messages
 // start with, at every level of wrapping.
-var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid_etcd: ", "machineid_postgres: ", "machineid: "}
+var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid_etcd: ", "machineid_postgres: ", "machineid_file: ", "machineid: "}
 
 // line turns an error message into the one line the command prints: the
 // library's package prefixes are dropped, since the command's own context

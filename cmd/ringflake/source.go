@@ -19,6 +19,7 @@ type sourceFlags struct {
 	maxWait     time.Duration
 	clockOffset time.Duration
 	lease       leaseFlags
+	state       stateFlags
 	set         map[string]bool // the flags given; filled by check
 }
 
@@ -31,6 +32,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
 	f.lease.register(fs)
+	f.state.register(fs)
 }
 
 // check records the flags given on the parsed fs and rejects bad
@@ -38,6 +40,9 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 func (f *sourceFlags) check(fs *flag.FlagSet) error {
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if err := f.state.check(f.cmd, f.set); err != nil {
+		return err
+	}
 	return f.lease.check(f.set)
 }
 
@@ -46,7 +51,7 @@ func (f *sourceFlags) check(fs *flag.FlagSet) error {
 type generator struct {
 	*ringflake.Generator
 	clock  func() time.Time // the generator's clock: time.Now, shifted by --clock-offset
-	source string           // where the machine ID comes from: "lease URL", "--machine-id", or "" for the default 0
+	source string           // where the machine ID comes from: "lease URL", "--machine-id (state file in DIR)", or "" for the default 0
 	done   func()           // closes the store's client; call after Close
 }
 
@@ -78,11 +83,13 @@ func (f *sourceFlags) newGenerator(log *slog.Logger) (*generator, error) {
 		out.done, out.source = done, "lease "+name
 		where += ": " + out.source
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
-	case f.set["machine-id"]:
-		out.source = "--machine-id"
-		opts = append(opts, ringflake.WithMachineID(f.machineID))
-	default:
-		opts = append(opts, ringflake.WithMachineID(0))
+	default: // --machine-id, or gen's 0
+		opt, source, err := f.fixedID(f.machineID, clock, log)
+		if err != nil {
+			return nil, err
+		}
+		out.source = source
+		opts = append(opts, opt)
 	}
 	g, err := ringflake.New(opts...)
 	if err != nil {
