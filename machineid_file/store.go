@@ -89,22 +89,55 @@ func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 	if err != nil {
 		return machineid.Grant{}, err
 	}
-	var busy string
+	for wait := time.Millisecond; ; wait *= 2 {
+		g, busy, err := s.lockFirst(lo, hi, c)
+		if busy == "" {
+			return g, err
+		}
+		// Every ID busy. A lock this process gave up may live on for a
+		// moment in a child forked meanwhile (a copy of the descriptor
+		// until the child's exec closes it), so look again a few times
+		// before refusing: a real twin is refused within 63ms.
+		if wait > busyWait || sleep(ctx, wait) != nil {
+			if lo == hi {
+				return machineid.Grant{}, fmt.Errorf("%w: machine ID %d is held by another live process (%s); its file is %s", machineid.ErrExhausted, lo, busy, s.path(lo))
+			}
+			return machineid.Grant{}, fmt.Errorf("%w: every machine ID in %d..%d is held by a live process, each by a lock on its file in %s", machineid.ErrExhausted, lo, hi, s.dir)
+		}
+	}
+}
+
+// busyWait is the longest of Take's waits for a free ID: 1, 2, 4, ... 32ms.
+const busyWait = 32 * time.Millisecond
+
+// sleep waits d, or until ctx ends, and then returns ctx's error.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lockFirst holds the first ID in lo..hi whose file it can lock. If every
+// one is locked by another, it returns who holds the last one tried.
+func (s *store) lockFirst(lo, hi int64, c machineid.Claim) (g machineid.Grant, busy string, err error) {
 	for id := lo; id <= hi; id++ {
 		f, err := lockFile(s.path(id))
 		if err != nil {
-			return machineid.Grant{}, err
+			return machineid.Grant{}, "", err
 		}
 		if f == nil {
 			busy = holder(s.path(id), id)
 			continue
 		}
-		return s.adopt(f, id, c)
+		g, err = s.adopt(f, id, c)
+		return g, "", err
 	}
-	if lo == hi {
-		return machineid.Grant{}, fmt.Errorf("%w: machine ID %d is held by another live process (%s); its file is %s", machineid.ErrExhausted, lo, busy, s.path(lo))
-	}
-	return machineid.Grant{}, fmt.Errorf("%w: every machine ID in %d..%d is held by a live process, each by a lock on its file in %s", machineid.ErrExhausted, lo, hi, s.dir)
+	return machineid.Grant{}, busy, nil
 }
 
 // candidates returns the IDs Take may lock: the range, or the Source's ID.
