@@ -42,8 +42,9 @@
 // # Machine IDs
 //
 // [New] needs a machine ID: [WithMachineID], or [WithMachineIDSource]. A
-// leased ID (a [machineid.Leaser], such as packages machineid_redis,
-// machineid_etcd and machineid_postgres provide) also covers restarts: the
+// leased ID (a [machineid.Leaser], such as packages machineid_file, for a
+// fixed ID on one host, machineid_redis, machineid_etcd and
+// machineid_postgres provide) also covers restarts: the
 // store records how far in time each machine ID may have issued, and a new
 // holder of the ID only issues later times. New waits, within its acquire
 // timeout, until the clock has passed that mark ([ErrMarkAhead] otherwise).

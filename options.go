@@ -52,6 +52,13 @@ func defaultConfig() config {
 // datacenter split ([WithDatacenter]), the worker, 0..Layout.MaxWorker().
 // Every generator that shares an ID space must have its own. New needs
 // either this or [WithMachineIDSource].
+//
+// A plain fixed ID does not protect against a restart with the clock
+// behind, nor a second process on the same ID: either repeats IDs. Guard
+// it with a file (package machineid_file) to be safe from both:
+//
+//	ids, err := machineid_file.New("/var/lib/myapp/ringflake", machineid.WithRange(42, 42))
+//	g, err := ringflake.New(ringflake.WithMachineIDSource(ids))
 func WithMachineID(id int64) Option {
 	return optionFunc(func(c *config) { c.machineID, c.machineSet = id, true })
 }
@@ -144,7 +151,7 @@ func (c *config) validate() error {
 func (c *config) validateMachine() error {
 	switch {
 	case !c.machineSet && c.source == nil:
-		return fmt.Errorf("%w: no machine ID: give WithMachineID, or WithMachineIDSource with a lease (machineid_redis, machineid_etcd, machineid_postgres) or another machineid.Source; every generator sharing an ID space needs its own", ErrInvalidConfig)
+		return fmt.Errorf("%w: no machine ID: give WithMachineID, or WithMachineIDSource with a lease (machineid_file, machineid_redis, machineid_etcd, machineid_postgres, machineid_k8s) or another machineid.Source; every generator sharing an ID space needs its own", ErrInvalidConfig)
 	case c.machineSet && c.source != nil:
 		return fmt.Errorf("%w: both WithMachineID and WithMachineIDSource given; choose one", ErrInvalidConfig)
 	case c.layout.DatacenterBits == 0 && c.machineSet && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):

@@ -72,6 +72,12 @@ commands:
                                 and --machine-id or the lease gives the worker (the
                                 lease's default --machine-range is then every worker)
       [--clock-offset D]        shift the clock (testing and demos)
+      [--state-dir DIR]         guard a fixed machine ID (--machine-id, or 0) with a file in DIR
+                                (default $RINGFLAKE_STATE_DIR, else $XDG_STATE_HOME/ringflake,
+                                else ~/.local/state/ringflake; in a container, on a volume):
+                                a second process on the ID is refused, and a restart with the
+                                clock behind waits until it passes the ID's mark
+      [--no-state-file]         do without the file, giving up both (said on stderr)
   serve [--addr HOST:PORT]      serve IDs over HTTP (default 127.0.0.1:8080: loopback only,
                                 as the API has no authentication; :8080 for every interface),
                                 with a machine ID from --machine-id or --lease as for gen:
@@ -91,7 +97,8 @@ commands:
                                 JSON; bad input is a 4xx and a failure to issue a 503 (with
                                 Retry-After when waiting helps), each with {"error":"..."}
       [--max-batch N]           the most IDs one /v1/ids may ask for, 1..65536 (4096)
-      [--max-wait D] [--acquire-timeout D] [--clock-offset D] and the lease flags, as for gen
+      [--max-wait D] [--acquire-timeout D] [--clock-offset D], the state and the lease
+                                flags, as for gen
       [--read-timeout D] [--write-timeout D] [--idle-timeout D]
                                 per connection (5s, 10s, 60s)
       [--shutdown-timeout D]    on SIGTERM or SIGINT, wait at most D for the requests in

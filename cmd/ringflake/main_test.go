@@ -19,10 +19,19 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// gen and serve keep a fixed machine ID's state file in the default
+	// state directory: the tests' own, not the user's.
+	state, err := os.MkdirTemp("", "ringflake-state")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("RINGFLAKE_STATE_DIR", state)
 	code := m.Run()
 	if cli.dir != "" {
 		_ = os.RemoveAll(cli.dir)
 	}
+	_ = os.RemoveAll(state)
 	os.Exit(code)
 }
 

@@ -21,6 +21,7 @@ type sourceFlags struct {
 	datacenter  int64
 	dcBits      int
 	lease       leaseFlags
+	state       stateFlags
 	set         map[string]bool // the flags given; filled by check
 }
 
@@ -36,6 +37,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.datacenter, "datacenter", 0, "the datacenter `N`, 0..2^B-1, for a layout split by --datacenter-bits B; "+
 		"--machine-id or the lease then gives the worker within it, 0..2^(10-B)-1, and a lease's default --machine-range is that")
 	f.lease.register(fs)
+	f.state.register(fs)
 }
 
 // registerDatacenterBits defines --datacenter-bits, which gen, serve and
@@ -101,6 +103,9 @@ func (f *sourceFlags) check(fs *flag.FlagSet) error {
 	if f.dcBits > 0 && !f.set["datacenter"] {
 		return usageError("%s: --datacenter-bits %d splits the machine ID; give --datacenter 0..%d", f.cmd, f.dcBits, int64(1)<<f.dcBits-1)
 	}
+	if err := f.state.check(f.cmd, f.set); err != nil {
+		return err
+	}
 	return f.lease.check(f.set)
 }
 
@@ -109,7 +114,7 @@ func (f *sourceFlags) check(fs *flag.FlagSet) error {
 type generator struct {
 	*ringflake.Generator
 	clock  func() time.Time // the generator's clock: time.Now, shifted by --clock-offset
-	source string           // where the machine ID comes from: "lease URL", "--machine-id", or "" for the default 0
+	source string           // where the machine ID comes from: "lease URL", "--machine-id (state file in DIR)", or "" for the default 0
 	leased bool             // the machine ID is leased, and Close releases it
 	done   func()           // closes the store's client; call after Close
 }
@@ -156,11 +161,13 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 			leaser = st.watch(leaser)
 		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
-	case f.set["machine-id"]:
-		out.source = "--machine-id"
-		opts = append(opts, ringflake.WithMachineID(f.machineID))
-	default:
-		opts = append(opts, ringflake.WithMachineID(0))
+	default: // --machine-id, or gen's 0
+		opt, source, err := f.fixedID(f.machineID, clock, log)
+		if err != nil {
+			return nil, err
+		}
+		out.source = source
+		opts = append(opts, opt)
 	}
 	return &plan{out: out, opts: opts, where: where}, nil
 }

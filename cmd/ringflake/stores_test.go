@@ -18,6 +18,7 @@ import (
 	"github.com/ringflake/ringflake/internal/redistest"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
+	"github.com/ringflake/ringflake/machineid_file"
 	"github.com/ringflake/ringflake/machineid_postgres"
 	"github.com/ringflake/ringflake/machineid_redis"
 )
@@ -37,6 +38,7 @@ func TestSwitchingStores(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	require.NoError(t, machineid_postgres.CreateTable(ctx, pool, ""))
+	dir := t.TempDir()
 
 	// The program: the options, and what it does with its Holder.
 	opts := []machineid.Option{machineid.WithRange(7, 9), machineid.WithTTL(2 * time.Second)}
@@ -56,4 +58,5 @@ func TestSwitchingStores(t *testing.T) {
 	program(machineid_redis.New(rdb, opts...))
 	program(machineid_etcd.New(etcd, opts...))
 	program(machineid_postgres.New(pool, opts...))
+	program(machineid_file.New(dir, opts...))
 }

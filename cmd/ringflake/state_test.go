@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake/machineid"
+	"github.com/ringflake/ringflake/machineid_file"
+)
+
+// TestGenRestartBehind runs gen on a fixed machine ID, then again with
+// the clock behind by as long as the first ran, as after a clock step at
+// boot: the second waits out the first's mark, saying so in one line, and
+// no ID comes twice. With an acquire timeout too short for the wait, it
+// fails with the mark ahead and prints nothing.
+func TestGenRestartBehind(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	began := time.Now()
+	code, first, stderr := invoke("gen", "-n", "200000", "--machine-id", "5", "--state-dir", dir)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	behind := "--clock-offset=-" + (time.Since(began) + 50*time.Millisecond).String()
+
+	code, second, stderr := invoke("gen", "-n", "200000", "--machine-id", "5", "--state-dir", dir, behind)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %q", stderr)
+	assert.Contains(t, stderr, "waiting for the clock to pass the mark", "says what it waits for")
+	assert.Contains(t, stderr, "until=", "and until when")
+	seen := map[string]bool{}
+	for _, id := range strings.Fields(first) {
+		seen[id] = true
+	}
+	dups := 0
+	for _, id := range strings.Fields(second) {
+		if seen[id] {
+			dups++
+		}
+	}
+	assert.Zero(t, dups, "IDs the restart issued again")
+	assert.Equal(t, 400000, len(seen)+len(strings.Fields(second))-dups, "IDs in all")
+
+	code, stdout, stderr := invoke("gen", "-n", "1", "--machine-id", "5", "--state-dir", dir, "--clock-offset=-1h", "--acquire-timeout", "100ms")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "ahead of the clock", "fails with the mark ahead: %s", stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "in one line: %q", stderr)
+}
+
+// TestGenTwinRefused runs gen on a fixed machine ID that another holder
+// has: it fails at once, in one line naming the file, and prints no ID.
+func TestGenTwinRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h, err := machineid_file.New(dir, machineid.WithRange(6, 6))
+	require.NoError(t, err)
+	defer h.Release(time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = h.MachineID(ctx)
+	require.NoError(t, err)
+
+	began := time.Now()
+	code, stdout, stderr := invoke("gen", "-n", "5", "--machine-id", "6", "--state-dir", dir)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Less(t, time.Since(began), 10*time.Second, "refused at once")
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	assert.Contains(t, stderr, "machine ID 6 is held by another live process")
+	assert.Contains(t, stderr, filepath.Join(dir, "machine-6"))
+}
+
+// TestGenStateDir keeps the state in $RINGFLAKE_STATE_DIR (the tests'
+// own, set by TestMain) by default, and in --state-dir when given; gen's
+// default machine ID 0 is guarded too. --no-state-file writes nothing and
+// says what it gives up.
+func TestGenStateDir(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := invoke("gen", "-n", "1", "--machine-id", "11")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.FileExists(t, filepath.Join(os.Getenv("RINGFLAKE_STATE_DIR"), "machine-11"))
+
+	dir := filepath.Join(t.TempDir(), "made")
+	code, _, stderr = invoke("gen", "-n", "1", "--state-dir", dir)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.FileExists(t, filepath.Join(dir, "machine-0"), "the default machine ID 0 is guarded")
+
+	code, stdout, stderr := invoke("gen", "-n", "2", "--machine-id", "12", "--no-state-file")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 2, strings.Count(stdout, "\n"))
+	assert.Contains(t, stderr, noStateFileNote, "says what it gives up")
+	assert.NoFileExists(t, filepath.Join(os.Getenv("RINGFLAKE_STATE_DIR"), "machine-12"))
+}
+
+// TestGenTwinProcesses runs two gen processes on one fixed machine ID at
+// once: the second fails at once, with one line and a non-zero exit.
+func TestGenTwinProcesses(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	first := exec.Command(bin, "gen", "-n", "1000000000", "--machine-id", "8", "--state-dir", dir)
+	out, err := first.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, first.Start())
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	_, err = bufio.NewReader(out).ReadString('\n') // it issues
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+
+	var stdout, stderr bytes.Buffer
+	second := exec.Command(bin, "gen", "-n", "1000000", "--machine-id", "8", "--state-dir", dir)
+	second.Stdout, second.Stderr = &stdout, &stderr
+	err = second.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the second exits non-zero")
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Empty(t, stdout.String(), "the second prints no ID")
+	assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+	assert.Contains(t, stderr.String(), fmt.Sprintf("machine ID 8 is held by another live process (pid %d", first.Process.Pid))
+}
+
+// TestStateFlagUsage refuses the state flags where they mean nothing.
+func TestStateFlagUsage(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gen", "--lease", "redis://127.0.0.1:1", "--state-dir", "/x"}, "ringflake: gen: --state-dir and --no-state-file guard a fixed machine ID; --lease has its own store"},
+		{[]string{"serve", "--lease", "redis://127.0.0.1:1", "--no-state-file"}, "ringflake: serve: --state-dir and --no-state-file guard a fixed machine ID; --lease has its own store"},
+		{[]string{"gen", "--state-dir", "/x", "--no-state-file"}, "ringflake: gen: --state-dir and --no-state-file contradict each other; choose one"},
+		{[]string{"gen", "--state-dir", ""}, `ringflake: gen: --state-dir = ""; want a directory`},
+	} {
+		code, _, stderr := invoke(tt.args...)
+		assert.Equal(t, 2, code, "%v", tt.args)
+		assert.Equal(t, tt.want+"\n", stderr, "%v", tt.args)
+	}
+}

@@ -1,0 +1,303 @@
+package machineid_file
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// The process tests run this test binary again as a helper: a process
+// that issues IDs from a generator on a file-guarded machine ID (or, for
+// the control, a plain fixed one) and prints them, until killed.
+const helperEnv = "MACHINEID_FILE_HELPER" // "file" or "plain"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(helperMain(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// helperMain issues IDs on stdout, after "ready ID" on stderr, with the
+// machine ID in HELPER_LO..HELPER_HI guarded by a file in HELPER_DIR
+// (mode "file"), or HELPER_LO as a plain fixed ID (mode "plain"), on a
+// clock HELPER_OFFSET off, with a lease TTL of a second.
+func helperMain(mode string) int {
+	lo, _ := strconv.ParseInt(os.Getenv("HELPER_LO"), 10, 64)
+	hi, _ := strconv.ParseInt(os.Getenv("HELPER_HI"), 10, 64)
+	off, _ := time.ParseDuration(os.Getenv("HELPER_OFFSET"))
+	clock := func() time.Time { return time.Now().Add(off) }
+	opts := []ringflake.Option{ringflake.WithClock(clock), ringflake.WithAcquireTimeout(30 * time.Second), ringflake.WithMaxWait(time.Second)}
+	if mode == "plain" {
+		opts = append(opts, ringflake.WithMachineID(lo))
+	} else {
+		h, err := New(os.Getenv("HELPER_DIR"), machineid.WithRange(lo, hi), machineid.WithTTL(time.Second), machineid.WithClock(clock))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		opts = append(opts, ringflake.WithMachineIDSource(h))
+	}
+	g, err := ringflake.New(opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "ready", g.Lease().ID)
+	w := bufio.NewWriter(os.Stdout)
+	for i := 0; ; i++ {
+		id, err := g.NextID()
+		if err != nil {
+			_ = w.Flush()
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(w, int64(id))
+		if i%64 == 0 && w.Flush() != nil {
+			return 1
+		}
+	}
+}
+
+// proc is a helper process.
+type proc struct {
+	cmd    *exec.Cmd
+	ready  chan int64 // gets the machine ID once it issues; closed if it exits first
+	mu     sync.Mutex // protects ids and stderr
+	ids    []ringflake.ID
+	stderr strings.Builder
+	done   chan struct{} // closed once both outputs are read
+}
+
+// start starts a helper on lo..hi in dir, its clock off by offset.
+func start(t *testing.T, mode, dir string, lo, hi int64, offset time.Duration) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "HELPER_DIR="+dir,
+		fmt.Sprintf("HELPER_LO=%d", lo), fmt.Sprintf("HELPER_HI=%d", hi), "HELPER_OFFSET="+offset.String())
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, ready: make(chan int64, 1), done: make(chan struct{})}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.done; _ = p.cmd.Wait() })
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.readIDs(stdout) }()
+	go func() { defer wg.Done(); p.readStderr(stderr) }()
+	go func() { wg.Wait(); close(p.done) }()
+	return p
+}
+
+func (p *proc) readIDs(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if n, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
+			p.mu.Lock()
+			p.ids = append(p.ids, ringflake.ID(n))
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *proc) readStderr(r io.Reader) {
+	defer close(p.ready)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if id, ok := strings.CutPrefix(line, "ready "); ok {
+			n, _ := strconv.ParseInt(id, 10, 64)
+			p.ready <- n
+			continue
+		}
+		p.mu.Lock()
+		p.stderr.WriteString(line + "\n")
+		p.mu.Unlock()
+	}
+}
+
+// await returns the helper's machine ID once it issues, or fails t.
+func (p *proc) await(t *testing.T) int64 {
+	t.Helper()
+	select {
+	case id, ok := <-p.ready:
+		if ok {
+			return id
+		}
+	case <-time.After(60 * time.Second):
+	}
+	<-p.done
+	t.Fatalf("helper %d issued nothing: %s", p.cmd.Process.Pid, p.errText())
+	return -1
+}
+
+// issued waits until the helper has printed n IDs.
+func (p *proc) issued(t *testing.T, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.ids) >= n }, 60*time.Second, time.Millisecond,
+		"helper %d printed fewer than %d IDs", p.cmd.Process.Pid, n)
+}
+
+// kill SIGKILLs the helper and returns the IDs it printed.
+func (p *proc) kill() []ringflake.ID {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	_ = p.cmd.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids
+}
+
+func (p *proc) errText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// duplicates counts the IDs of b that are also in a.
+func duplicates(a, b []ringflake.ID) int {
+	seen := make(map[ringflake.ID]bool, len(a))
+	for _, id := range a {
+		seen[id] = true
+	}
+	n := 0
+	for _, id := range b {
+		if seen[id] {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKillThenRestartBehind SIGKILLs a process issuing on a fixed ID and
+// starts another on the ID with its clock behind by as long as the first
+// ran: the second waits until its clock passes the first's mark, and no
+// ID comes twice. A control run on a plain fixed ID shows the scenario
+// repeats IDs without the file.
+func TestKillThenRestartBehind(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		mode     string
+		wantDups bool
+	}{{"file", false}, {"plain", true}} {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			a := start(t, tt.mode, dir, 3, 3, 0)
+			a.await(t)
+			began := time.Now()
+			a.issued(t, 20000)
+			first := a.kill()
+			b := start(t, tt.mode, dir, 3, 3, -time.Since(began)-100*time.Millisecond)
+			require.Equal(t, int64(3), b.await(t))
+			b.issued(t, 20000)
+			second := b.kill()
+			dups := duplicates(first, second)
+			if !tt.wantDups {
+				assert.Zero(t, dups, "IDs issued twice across a kill and a restart behind the mark; the second's stderr: %s", b.errText())
+				last, next := maxTime(first), minTime(second)
+				assert.True(t, next.After(last), "the restarted process issued at %v, not after the killed one's last ID at %v", next, last)
+			} else {
+				assert.NotZero(t, dups, "a plain fixed ID repeats IDs in this scenario; if not, the test no longer shows what the file prevents")
+			}
+		})
+	}
+}
+
+func maxTime(ids []ringflake.ID) time.Time {
+	var m time.Time
+	for _, id := range ids {
+		if t := ringflake.DefaultLayout().Decompose(id).Time; t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+func minTime(ids []ringflake.ID) time.Time {
+	m := time.Unix(1<<40, 0)
+	for _, id := range ids {
+		if t := ringflake.DefaultLayout().Decompose(id).Time; t.Before(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+// TestTwinProcess starts a second process on a fixed ID a live one holds:
+// it fails at once, naming the file and the holder's PID.
+func TestTwinProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a := start(t, "file", dir, 4, 4, 0)
+	a.await(t)
+	began := time.Now()
+	b := start(t, "file", dir, 4, 4, 0)
+	<-b.done
+	err := b.cmd.Wait()
+	assert.Less(t, time.Since(began), 20*time.Second, "refused at once, not after the acquire timeout")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the twin exits non-zero")
+	msg := b.errText()
+	assert.Contains(t, msg, "machine ID 4 is held by another live process")
+	assert.Contains(t, msg, fmt.Sprintf("pid %d", a.cmd.Process.Pid), "names the holder's PID")
+	assert.Contains(t, msg, dir+"/machine-4", "names the file")
+	assert.Empty(t, b.ids, "the twin issued nothing")
+}
+
+// TestRangeWithKills runs four processes on the range 0..3, then, in
+// rounds, SIGKILLs one and starts another with its clock behind: the
+// newcomer gets the killed one's ID at once, waits out its mark, and no
+// ID comes twice across all of them.
+func TestRangeWithKills(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	live := map[int64]*proc{}
+	for range 4 {
+		p := start(t, "file", dir, 0, 3, 0)
+		id := p.await(t)
+		require.Nil(t, live[id], "two live processes got machine ID %d", id)
+		live[id] = p
+	}
+	var all [][]ringflake.ID
+	for round := range 4 {
+		victim := int64(round % 4)
+		live[victim].issued(t, 2000)
+		all = append(all, live[victim].kill())
+		p := start(t, "file", dir, 0, 3, -time.Duration(round+1)*300*time.Millisecond)
+		id := p.await(t)
+		assert.Equal(t, victim, id, "round %d: the newcomer gets the killed process's ID, the only free one", round)
+		live[id] = p
+	}
+	for _, p := range live {
+		p.issued(t, 2000)
+		all = append(all, p.kill())
+	}
+	seen := map[ringflake.ID]int{}
+	dups := 0
+	for i, ids := range all {
+		for _, id := range ids {
+			if j, ok := seen[id]; ok && j != i {
+				dups++
+			}
+			seen[id] = i
+		}
+	}
+	assert.Zero(t, dups, "IDs issued by two of the processes")
+	assert.Greater(t, len(seen), 8*2000, "IDs issued in all")
+}
