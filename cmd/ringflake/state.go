@@ -55,7 +55,7 @@ func (f *sourceFlags) fixedID(id int64, clock func() time.Time, log *slog.Logger
 	if f.set["machine-id"] {
 		source = "--machine-id"
 	}
-	if f.state.off || id < 0 || id > ringflake.DefaultLayout().MaxMachine() {
+	if f.state.off || id < 0 || id > f.layout().MaxWorker() {
 		// Out of range, New refuses it as it refuses any.
 		if f.state.off {
 			log.Warn(noStateFileNote, "machine", id)
