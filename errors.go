@@ -14,7 +14,7 @@ import (
 var (
 	// ErrInvalidConfig means an option, layout or ID part is out of range.
 	// The wrapping message names the value and the valid range.
-	ErrInvalidConfig = sentinel.InvalidConfig
+	ErrInvalidConfig = sentinel.ErrInvalidConfig
 
 	// ErrClockBeforeEpoch means the clock reads earlier than the layout's
 	// epoch, so no time field can be formed.

@@ -164,5 +164,5 @@ func (c *config) validTTL(lim Limits) error {
 // invalid returns an error wrapping ringflake.ErrInvalidConfig that names
 // the setting, its value and what is valid.
 func invalid(lim Limits, name string, value any, valid string) error {
-	return fmt.Errorf("%w: %s: %s = %v; valid: %s", sentinel.InvalidConfig, lim.Name, name, value, valid)
+	return fmt.Errorf("%w: %s: %s = %v; valid: %s", sentinel.ErrInvalidConfig, lim.Name, name, value, valid)
 }

@@ -5,5 +5,5 @@ package sentinel
 
 import "errors"
 
-// InvalidConfig is ringflake.ErrInvalidConfig.
-var InvalidConfig = errors.New("ringflake: invalid configuration")
+// ErrInvalidConfig is ringflake.ErrInvalidConfig.
+var ErrInvalidConfig = errors.New("ringflake: invalid configuration")
