@@ -25,7 +25,7 @@ import (
 // Bounds returns an error wrapping [ErrInvalidConfig] if the layout is
 // invalid, to is before from, or either lies outside Epoch up to the start
 // of the layout's last tick (for the IDs from a time on, use id >= lo
-// alone). It is safe for concurrent use.
+// alone).
 func (l Layout) Bounds(from, to time.Time) (lo, hi ID, err error) {
 	l = l.withDefaults()
 	first, last, err := l.tickRange(from, to)

@@ -51,7 +51,7 @@ func indexOf(alphabet string) [256]byte {
 // *ParseError, as do [ID.MarshalText] and [ID.Value], which refuse a
 // negative ID. Test the kind of failure with errors.Is(err, [ErrSyntax])
 // or errors.Is(err, [ErrRange]). A ParseError is not modified after it is
-// returned, so it is safe for concurrent use.
+// returned.
 type ParseError struct {
 	// Func is the function that failed: "ParseID", "ParseBase32",
 	// "ParseBase58", "UnmarshalText", "UnmarshalJSON", "Scan",
@@ -124,8 +124,7 @@ func badChar(fn, s string, i int, want string) *ParseError {
 // parses; ParseID accepts exactly what strconv.ParseUint(s, 10, 63) does.
 // It returns a [*ParseError] wrapping [ErrRange] for a value above 2^63-1
 // or a negative number (a '-' followed by digits not all zero), and one
-// wrapping [ErrSyntax] for any other input that is not an ID. ParseID is
-// safe for concurrent use.
+// wrapping [ErrSyntax] for any other input that is not an ID.
 func ParseID(s string) (ID, error) {
 	return parseDecimal("ParseID", s)
 }
@@ -185,7 +184,6 @@ func allZeros[T string | []byte](s T) bool {
 // numbers. A negative id, which is never issued, is written as its 64-bit
 // two's-complement pattern: 13 characters starting with '8' to 'F', which
 // sort after every ID and which [ParseBase32] refuses with [ErrRange].
-// Base32 is safe for concurrent use.
 func (id ID) Base32() string {
 	var b [base32Len]byte
 	v := uint64(id)
@@ -253,8 +251,7 @@ func (id ID) Base58() string {
 // digit) is refused unless it is the whole input. It returns a
 // [*ParseError] wrapping [ErrSyntax] for an empty input, a character
 // outside the alphabet or a leading '1', and one wrapping [ErrRange] for
-// a value above 2^63-1, such as the form of a negative ID. ParseBase58 is
-// safe for concurrent use.
+// a value above 2^63-1, such as the form of a negative ID.
 func ParseBase58(s string) (ID, error) {
 	const fn = "ParseBase58"
 	if len(s) == 0 {

@@ -145,7 +145,7 @@ func (g *Generator) warnIfEnding() {
 // behind, or for a lease. It returns a [*ClockError] wrapping
 // [ErrClockBeforeEpoch], [ErrTimeOverflow], [ErrClockBehind],
 // [ErrSequenceExhausted], [ErrMarkAhead] or [ErrLeaseLost], or
-// [ErrClosed]. NextID is safe for concurrent use. It allocates nothing,
+// [ErrClosed]. It allocates nothing,
 // waits for the clock included; only a failure allocates, for its error, and
 // so may a wait for a lease (its timer).
 func (g *Generator) NextID() (ID, error) {
@@ -163,8 +163,8 @@ func (g *Generator) NextID() (ID, error) {
 // MaxWait bounds the whole call's waiting. On failure it returns the IDs
 // issued so far (dst[:n]) and the error NextID would have returned; a
 // batch larger than MaxWait's worth of ticks ends with
-// [ErrSequenceExhausted]. NextN is safe for concurrent use; concurrent
-// batches interleave, and each holds only distinct IDs.
+// [ErrSequenceExhausted]. Concurrent batches
+// interleave, and each holds only distinct IDs.
 func (g *Generator) NextN(dst []ID) (int, error) {
 	return g.fill(dst)
 }

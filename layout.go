@@ -171,7 +171,7 @@ func (l Layout) maxTicks() int64 {
 // where T is the last tick, the smaller of 2^TimeBits-1 and the last whose
 // offset from Epoch fits in a time.Duration (about 292 years). A clock at or
 // after End makes the generator fail with [ErrTimeOverflow]. It returns the
-// zero Time for an invalid layout. It is safe for concurrent use.
+// zero Time for an invalid layout.
 func (l Layout) End() time.Time {
 	l = l.withDefaults()
 	if l.validate() != nil {

@@ -27,7 +27,7 @@ func negativeErr(fn string, id ID) *ParseError {
 // a string, not a number, because JavaScript reads JSON numbers as
 // float64, which rounds integers above 2^53, so most IDs would come back
 // changed. encoding/xml and anything else that uses text write it in
-// decimal too. MarshalText is safe for concurrent use. It returns a
+// decimal too. It returns a
 // [*ParseError] wrapping [ErrRange] for a negative id, which is never
 // issued.
 func (id ID) MarshalText() ([]byte, error) {
@@ -63,8 +63,7 @@ func (id *ID) UnmarshalText(text []byte) error {
 // to tell null from an ID. It returns a [*ParseError] wrapping [ErrRange]
 // for a negative number or a value above 2^63-1, and one wrapping
 // [ErrSyntax] for anything else that is not an ID, and then leaves id
-// unchanged. It writes to id, so it is as safe for concurrent use as any
-// other write to a variable.
+// unchanged.
 func (id *ID) UnmarshalJSON(data []byte) error {
 	const fn = "UnmarshalJSON"
 	data = trimJSONSpace(data)

@@ -16,7 +16,7 @@ var (
 // Value returns id as an int64 for a database column; it implements
 // [driver.Valuer]. Store IDs in a 64-bit integer column (BIGINT, INTEGER in
 // SQLite): they are never negative, so they fit a signed column and sort
-// there like the IDs. Value is safe for concurrent use. It returns a
+// there like the IDs. It returns a
 // [*ParseError] wrapping [ErrRange] for a negative id, which is never
 // issued.
 func (id ID) Value() (driver.Value, error) {
@@ -40,8 +40,6 @@ func (id ID) Value() (driver.Value, error) {
 // Scan returns a [*ParseError] wrapping [ErrRange] for a negative number
 // or one above 2^63-1, and one wrapping [ErrSyntax] for NULL, a value of
 // another type, or text that is not an ID; id is unchanged on any error.
-// It writes to id, so it is as safe for concurrent use as any other write
-// to a variable.
 func (id *ID) Scan(src any) error {
 	const fn = "Scan"
 	var v ID

@@ -67,7 +67,7 @@ const (
 // to the next. Issued counts sequences claimed, including the few a call
 // drops when a leased machine ID changes under it, and the share a round's
 // leader claimed for a follower whose context ended while it waited. Stats
-// is safe for concurrent use and does not allocate; it reads every ring
+// does not allocate; it reads every ring
 // slot, about 2 µs for the default 4096.
 func (g *Generator) Stats() Stats {
 	if g == nil || g.clock == nil && g.wall == nil {

@@ -10,8 +10,8 @@ import (
 // mark lives. A [Holder] does the rest, the same for every store: the
 // lease's state and its expiry on the holder's monotonic clock, the
 // renewals, the call timeouts, the release and the watchers. Packages
-// machineid_redis, machineid_etcd, machineid_postgres, machineid_k8s and
-// machinefile are Stores behind a Holder; write another the same way and
+// machineid_file, machineid_redis, machineid_etcd, machineid_postgres and
+// machineid_k8s are Stores behind a Holder; write another the same way and
 // test it with package machineidtest.
 //
 // A Holder makes one call at a time, and each gets a context that ends at
