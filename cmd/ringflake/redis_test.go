@@ -167,9 +167,9 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
 	lease := "redis://" + srv.Addr
-	// A long --max-wait keeps the holder issuing, and holding its ID, even
-	// when the machine is so busy that it waits long for a tick.
-	holder := exec.Command(bin, "gen", "--lease", lease, "--machine-range", "3-3", "-n", "100000000", "--max-wait", "1m")
+	// serve holds its ID until it is killed; a gen of many IDs once ran out
+	// of them, and released the ID, before the subtests of a busy run.
+	holder := exec.Command(bin, "serve", "--lease", lease, "--machine-range", "3-3", "--addr", "127.0.0.1:0")
 	require.NoError(t, holder.Start())
 	// Cleanup, not defer: a defer would kill the holder before the parallel
 	// subtests run, and on a busy machine its lease could run out first.
