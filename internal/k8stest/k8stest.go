@@ -9,7 +9,7 @@
 // stopped and started again on the same address with its data, and is killed
 // with its etcd when the test ends.
 //
-// The binary is kube-apiserver $Version, which Debian does not ship:
+// The binary is kube-apiserver [Version], which Debian does not ship:
 // scripts/kube-apiserver builds it once from the Go module proxy into the
 // user's cache directory, where this package looks for it. If it is missing
 // the test fails, never skips: run scripts/test, which builds it.
@@ -61,7 +61,8 @@ type User struct {
 }
 
 // Server is one kube-apiserver process with its etcd. Its methods are safe
-// for concurrent use.
+// for concurrent use, except that calls of Stop, Start and Restart must not
+// overlap one another.
 type Server struct {
 	// URL is the apiserver's address, https://127.0.0.1:port. It stays the
 	// same across Stop and Start.
@@ -149,8 +150,8 @@ func writeTokens(path string, users []User) (map[string]string, error) {
 	tokens := make(map[string]string, len(users))
 	var b strings.Builder
 	for _, u := range users {
-		if _, dup := tokens[u.Name]; dup || u.Name == "" {
-			return nil, fmt.Errorf("user name %q is empty or given twice", u.Name)
+		if _, dup := tokens[u.Name]; dup || u.Name == "" || strings.ContainsAny(u.Name, ",\"\n") {
+			return nil, fmt.Errorf("user name %q is empty, given twice, or has a comma, quote or newline", u.Name)
 		}
 		tokens[u.Name] = randomToken()
 		// token,user,uid,"group1,group2"
