@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,3 +85,5 @@ func machineID(l *machineid.Holder) (int64, error) {
 	defer cancel()
 	return l.MachineID(ctx)
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
