@@ -164,7 +164,7 @@ func (s *store) exhausted(c machineid.Claim, held int, wait time.Duration, bad e
 	if held == 0 {
 		return bad
 	}
-	err := fmt.Errorf("%w: %d..%d: %d held, by Leases %s* in namespace %s renewed within their duration; the first may be taken over in %v if its holder does not renew it",
+	err := fmt.Errorf("%w: %d..%d: %d held, by Leases %s* in the namespace %s seen renewed within their duration plus the margin; the first may be taken over in %v unless renewed",
 		machineid.ErrExhausted, c.Lo, c.Hi, held, s.prefix, s.namespace, wait.Round(time.Millisecond))
 	if bad != nil {
 		err = fmt.Errorf("%w; and %w", err, bad)
