@@ -172,7 +172,9 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 	// when the machine is so busy that it waits long for a tick.
 	holder := exec.Command(bin, "gen", "--lease", lease, "--machine-range", "3-3", "-n", "100000000", "--max-wait", "1m")
 	require.NoError(t, holder.Start())
-	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	// Cleanup, not defer: the subtests are parallel, so they run after this
+	// function returns, and the holder must hold its ID until they end.
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:3") == "1" }, 10*time.Second, 5*time.Millisecond,
 		"the holder should take the only ID")
 
