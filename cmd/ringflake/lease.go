@@ -30,10 +30,12 @@ func (l *leaseFlags) register(fs *flag.FlagSet) {
 		"redis://[user:pass@]host:port[/db], rediss:// for TLS, redis://host:port?addr=host2:port2&addr=... for a Cluster "+
 		"(query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for a host-IP mapping (IP_MACHINE_ID_MAPPING, MAX_ID), and go-redis's own); "+
 		"etcd://host:port[,host:port...][?prefix=P] (default prefix ringflake/machineid/); "+
-		"postgres://user:pass@host:port/db (or postgresql://) with table=NAME (default ringflake_machine_ids, created if missing) and pgx's own parameters")
+		"postgres://user:pass@host:port/db (or postgresql://) with table=NAME (default ringflake_machine_ids, created if missing) and pgx's own parameters; "+
+		"k8s://NAMESPACE[?prefix=P&identity=NAME], Lease objects on the cluster of $KUBECONFIG (or ~/.kube/config), or of the pod's service account in a pod "+
+		"(default prefix ringflake-machine-, identity $POD_NAME or the hostname)")
 	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023; 1-1023 with mode=host)")
 	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D` (default 10s): a crashed process's ID is free after it, and a new process may wait up to it after the store restarts; "+
-		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..1h")
+		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..1h, k8s 1s..1h (Leases count whole seconds, rounded up)")
 	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server (redis: and let the clock read up to D ahead of the server's); below TTL/2 (default TTL/5)")
 	fs.DurationVar(&l.skew, "max-clock-skew", 0, "redis only: how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
 }
@@ -94,6 +96,7 @@ var backends = map[string]backend{
 	"redis":      redisLease,
 	"rediss":     redisLease,
 	"etcd":       etcdLease,
+	"k8s":        k8sLease,
 	"postgres":   postgresLease,
 	"postgresql": postgresLease,
 }

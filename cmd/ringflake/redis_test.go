@@ -35,8 +35,14 @@ type proc struct {
 // runCLI runs the binary and, if stopAfter > 0, sends sig after that long.
 // Only complete lines count: a killed process may leave half a line.
 func runCLI(ctx context.Context, bin string, args []string, stopAfter time.Duration, sig syscall.Signal) (proc, error) {
+	return runCLIEnv(ctx, bin, nil, args, stopAfter, sig)
+}
+
+// runCLIEnv is runCLI with the environment env, or the test's if nil.
+func runCLIEnv(ctx context.Context, bin string, env, args []string, stopAfter time.Duration, sig syscall.Signal) (proc, error) {
 	p := proc{args: args}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
