@@ -11,14 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/etcdtest"
+	"github.com/ringflake/ringflake/internal/k8stest"
 	"github.com/ringflake/ringflake/internal/pgtest"
 	"github.com/ringflake/ringflake/internal/redistest"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
 	"github.com/ringflake/ringflake/machineid_file"
+	"github.com/ringflake/ringflake/machineid_k8s"
 	"github.com/ringflake/ringflake/machineid_postgres"
 	"github.com/ringflake/ringflake/machineid_redis"
 )
@@ -39,6 +43,11 @@ func TestSwitchingStores(t *testing.T) {
 	t.Cleanup(pool.Close)
 	require.NoError(t, machineid_postgres.CreateTable(ctx, pool, ""))
 	dir := t.TempDir()
+	kube := k8stest.Start(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig(k8stest.Admin))
+	require.NoError(t, err)
+	clientset, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
 
 	// The program: the options, and what it does with its Holder.
 	opts := []machineid.Option{machineid.WithRange(7, 9), machineid.WithTTL(2 * time.Second)}
@@ -59,4 +68,5 @@ func TestSwitchingStores(t *testing.T) {
 	program(machineid_etcd.New(etcd, opts...))
 	program(machineid_postgres.New(pool, opts...))
 	program(machineid_file.New(dir, opts...))
+	program(machineid_k8s.New(clientset.CoordinationV1(), opts...))
 }
