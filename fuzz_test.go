@@ -169,8 +169,12 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 		if p.Ticks != ticks || p.Machine != machine || p.Sequence != seq {
 			t.Fatalf("Decompose(Compose(%d,%d,%d)) = %+v", ticks, machine, seq, p)
 		}
-		if ticks <= ringflake.LayoutMaxTicks(l) && !p.Time.Equal(l.Epoch.Add(time.Duration(ticks)*l.Tick)) {
-			t.Fatalf("Decompose time = %v; want epoch + %d×%v", p.Time, ticks, l.Tick)
+		tick := l.Tick
+		if tick == 0 {
+			tick = time.Millisecond // a zero Tick means the default
+		}
+		if ticks <= ringflake.LayoutMaxTicks(l) && !p.Time.Equal(l.Epoch.Add(time.Duration(ticks)*tick)) {
+			t.Fatalf("Decompose time = %v; want epoch + %d×%v", p.Time, ticks, tick)
 		}
 	})
 }

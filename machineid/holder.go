@@ -31,7 +31,6 @@ type Holder struct {
 
 	mu       sync.Mutex  // protects the fields below
 	lease    Lease       // what watchers see
-	owned    bool        // the store's last answer said sess's token holds lease.ID
 	deadline time.Time   // with a monotonic reading: Held ends here
 	lastErr  error       // the latest failed call's error since one succeeded
 	loss     error       // why the store said the lease was lost, until one is confirmed
@@ -57,6 +56,7 @@ type session struct {
 	// Guarded by Holder.mu:
 	running bool  // the renewer was started
 	id      int64 // the ID last granted to token, or -1
+	owned   bool  // the store's last answer said token holds id
 	unsure  bool  // a Take was sent whose answer was not seen: token may hold another ID
 
 	released   chan struct{} // closed when Release has finished
@@ -115,6 +115,9 @@ func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, fmt.Errorf("%s: no machine ID taken: %w", h.name, err)
 	}
+	if id, held, err := h.ready(ctx); held || err != nil {
+		return id, err
+	}
 	select {
 	case h.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -140,19 +143,44 @@ func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 		// generator's acquire timeout) may be the longer one.
 		timeout = time.Until(d)
 	}
-	if err := h.take(ctx, s, timeout); err != nil {
+	if err := h.obtain(ctx, s, timeout); err != nil {
 		return -1, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.sess != s {
+	switch {
+	case h.sess != s:
 		return -1, h.releasedErr() // Release frees what was just taken
+	case !h.lease.Held:
+		return -1, h.lease.Err // the answer came past the lease's deadline
 	}
 	if !s.running {
 		s.running = true
 		go h.run(s)
 	}
 	return h.lease.ID, nil
+}
+
+// ready returns the held lease's ID without waiting for a call in flight,
+// or waits, within ctx, for a Release in progress to finish freeing the
+// last session's lease, so that a new session starts after it and neither
+// frees the other's.
+func (h *Holder) ready(ctx context.Context) (id int64, held bool, err error) {
+	h.mu.Lock()
+	id, held, last := h.lease.ID, h.lease.Held && h.sess != nil, h.last
+	if h.sess != nil {
+		last = nil
+	}
+	h.mu.Unlock()
+	if held || last == nil {
+		return id, held, nil
+	}
+	select {
+	case <-last.released:
+		return -1, false, nil
+	case <-ctx.Done():
+		return -1, false, fmt.Errorf("%s: waiting for the release in progress: %w", h.name, ctx.Err())
+	}
 }
 
 func newSession() *session {
@@ -189,7 +217,7 @@ func (h *Holder) Release(issued time.Time) error {
 		return last.releaseErr
 	}
 	h.sess, h.last = nil, s
-	h.owned, h.loss = false, nil
+	h.loss = nil
 	h.expiry.Stop()
 	after, running := h.lease.After, s.running
 	next := h.lease
@@ -278,8 +306,12 @@ func (h *Holder) free(s *session, id int64, issued time.Time) error {
 // stuck is Release's error when a call to the store does not end within
 // the call timeout of its context's end.
 func (h *Holder) stuck(id int64) error {
-	return fmt.Errorf("%s: releasing machine ID %d: a call to the store still runs %v after it was cut short; the lease runs out in the store after its TTL (%v)",
-		h.name, id, h.cfg.callTimeout, h.cfg.ttl)
+	what := fmt.Sprintf("machine ID %d", id)
+	if id < 0 {
+		what = "whatever an unanswered take got"
+	}
+	return fmt.Errorf("%s: releasing %s: a call to the store still runs %v after it was cut short; the lease runs out in the store after its TTL (%v): %w",
+		h.name, what, h.cfg.callTimeout, h.cfg.ttl, context.DeadlineExceeded)
 }
 
 // releasedErr is the error of a lease given up, and of a call cut short by

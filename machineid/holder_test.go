@@ -261,3 +261,49 @@ func TestHolderUnseenOutage(t *testing.T) {
 	assert.ErrorIs(t, h.Lease().Err, errCut, "the loss's cause")
 	c.cut.Store(false)
 }
+
+// TestHolderLateAnswerIsNoLease checks that MachineID does not return an ID
+// whose lease the store confirmed too late to vouch for: the answer came
+// after the lease's deadline (TTL − margin after the call was sent).
+func TestHolderLateAnswerIsNoLease(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	h, c := newHolder(t, s, machineid.WithTTL(300*time.Millisecond))
+	c.delay.Store(int64(400 * time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := h.MachineID(ctx)
+	require.ErrorIs(t, err, machineid.ErrLeaseLost)
+	assert.ErrorContains(t, err, "past the lease's deadline")
+	assert.False(t, h.Lease().Held)
+}
+
+// TestHolderMachineIDAfterAReleaseInProgress checks that a MachineID made
+// while a Release is still freeing the last lease waits for it, rather
+// than start a session the release could be mistaken for, and that both
+// succeed: the release frees the old lease, and the new one is held.
+func TestHolderMachineIDAfterAReleaseInProgress(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	h, c := newHolder(t, s, machineid.WithRange(0, 0), machineid.WithCallTimeout(time.Second), machineid.WithTTL(3*time.Second))
+	_, err := h.MachineID(context.Background())
+	require.NoError(t, err)
+	c.release = make(chan struct{})
+	released := make(chan error, 1)
+	go func() { released <- h.Release(time.Time{}) }()
+	require.Eventually(t, func() bool { return !h.Lease().Held }, 5*time.Second, time.Millisecond, "Release has begun")
+	got := make(chan error, 1)
+	go func() {
+		_, err := h.MachineID(context.Background())
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("MachineID returned %v while the release was in progress; want it to wait", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(c.release)
+	require.NoError(t, <-released)
+	require.NoError(t, <-got, "MachineID after the release")
+	assert.True(t, h.Lease().Held, "the new session's lease")
+}

@@ -65,6 +65,8 @@ type memClient struct {
 	hang    atomic.Bool // calls wait for their context to end
 	stuck   atomic.Bool // calls ignore their context and wait for unstick
 	unstick chan struct{}
+	delay   atomic.Int64  // a Take answers this many ns late, whatever its context
+	release chan struct{} // if not nil, a Release waits for it to close
 }
 
 func newMemClient(s *memStore) *memClient { return &memClient{s: s, unstick: make(chan struct{})} }
@@ -94,6 +96,7 @@ func (c *memClient) enter(ctx context.Context) error {
 }
 
 func (c *memClient) Take(ctx context.Context, cl machineid.Claim) (machineid.Grant, error) {
+	defer time.Sleep(time.Duration(c.delay.Load()))
 	if err := c.enter(ctx); err != nil {
 		return machineid.Grant{}, err
 	}
@@ -153,6 +156,9 @@ func (c *memClient) Renew(ctx context.Context, cl machineid.Claim, id int64) (ma
 }
 
 func (c *memClient) Release(ctx context.Context, cl machineid.Claim, id int64, issued time.Time) error {
+	if c.release != nil {
+		<-c.release
+	}
 	if err := c.enter(ctx); err != nil {
 		return err
 	}

@@ -20,6 +20,10 @@ import (
 func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) error {
 	c := h.claim(s)
 	h.mu.Lock()
+	if h.sess != s {
+		h.mu.Unlock()
+		return h.releasedErr() // the token is done with: Release has begun
+	}
 	s.unsure = true
 	h.mu.Unlock()
 	sent := time.Now() // before the call: the store's TTL starts later
@@ -28,8 +32,11 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 		g, err = h.store.Take(ctx, c)
 		return err
 	})
-	if err == nil && (g.ID < c.Lo || g.ID > c.Hi) {
+	switch {
+	case err == nil && (g.ID < c.Lo || g.ID > c.Hi):
 		err = fmt.Errorf("%s: taking a machine ID: the store granted %d, outside the range %d..%d", h.name, g.ID, c.Lo, c.Hi)
+	case err == nil && g.Until.IsZero():
+		err = fmt.Errorf("%s: taking a machine ID: the store confirmed no mark for machine ID %d", h.name, g.ID)
 	}
 	if err != nil {
 		return h.failed(s, err)
@@ -43,7 +50,7 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 // h.turn.
 func (h *Holder) renew(ctx context.Context, s *session) error {
 	h.mu.Lock()
-	id := h.lease.ID
+	id := s.id
 	h.mu.Unlock()
 	c := h.claim(s)
 	sent := time.Now()
@@ -57,8 +64,8 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 		h.mu.Lock()
 		changed := false
 		if h.sess == s {
-			h.owned, h.lastErr, h.loss = false, nil, err
-			s.id = -1
+			h.lastErr, h.loss = nil, err
+			s.id, s.owned = -1, false
 			next := h.lease
 			next.Held, next.Err = false, err
 			changed = h.setLocked(next)
@@ -69,7 +76,9 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 		}
 		return err
 	case err == nil && g.ID != id:
-		err = fmt.Errorf("%s: renewing machine ID %d: the store answered for machine ID %d", h.name, id, g.ID)
+		err = fmt.Errorf("%s: renewing machine ID %d: the store answered for machine ID %d: %w", h.name, id, g.ID, ErrLeaseLost)
+	case err == nil && g.Until.IsZero():
+		err = fmt.Errorf("%s: renewing machine ID %d: the store confirmed no mark", h.name, id)
 	}
 	if err != nil {
 		return h.failed(s, err)
@@ -119,8 +128,8 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool) {
 	} else if h.lease.Until.After(next.Until) {
 		next.Until = h.lease.Until
 	}
-	s.id, s.unsure = g.ID, false
-	h.owned, h.deadline, h.lastErr, h.loss = true, deadline, nil, nil
+	s.id, s.owned, s.unsure = g.ID, true, false
+	h.deadline, h.lastErr, h.loss = deadline, nil, nil
 	if left := time.Until(deadline); left > 0 {
 		h.expiry.Reset(left)
 	} else {
@@ -148,7 +157,7 @@ func (h *Holder) failed(s *session, err error) error {
 		if !h.lease.Held {
 			next := h.lease
 			switch {
-			case h.owned:
+			case s.owned:
 				next.Err = h.lapsed(next.ID, err)
 			case h.loss != nil:
 				next.Err = fmt.Errorf("%w; taking a lease again: %w", h.loss, err)
@@ -216,6 +225,9 @@ func (h *Holder) run(s *session) {
 			return
 		case <-t.C:
 		}
+		if s.ctx.Err() != nil {
+			return
+		}
 		began := time.Now()
 		next := every
 		if h.refresh(s) != nil {
@@ -225,7 +237,9 @@ func (h *Holder) run(s *session) {
 	}
 }
 
-// refresh renews s's lease, or takes one if the token holds none.
+// refresh renews s's lease, or takes one if the token holds none, unless
+// Release has begun: a timer and the release can be ready at once, and the
+// token must not be used once it has.
 func (h *Holder) refresh(s *session) error {
 	select {
 	case h.turn <- struct{}{}:
@@ -233,16 +247,26 @@ func (h *Holder) refresh(s *session) error {
 		return h.releasedErr()
 	}
 	defer func() { <-h.turn }()
+	if s.ctx.Err() != nil {
+		return h.releasedErr()
+	}
+	return h.obtain(s.ctx, s, h.cfg.callTimeout)
+}
+
+// obtain renews s's lease if the token holds one, and takes one if it
+// holds none or the store says it lost it; a take waits at most timeout.
+// The caller holds h.turn.
+func (h *Holder) obtain(ctx context.Context, s *session, timeout time.Duration) error {
 	h.mu.Lock()
-	owned := h.owned
+	owned := s.owned
 	h.mu.Unlock()
 	if owned {
-		err := h.renew(s.ctx, s)
+		err := h.renew(ctx, s)
 		if !errors.Is(err, ErrLeaseLost) {
 			return err
 		}
 	}
-	return h.take(s.ctx, s, h.cfg.callTimeout)
+	return h.take(ctx, s, timeout)
 }
 
 // setLocked replaces the lease and reports whether watchers must hear of
