@@ -148,12 +148,13 @@ func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case h.sess != s:
+	if h.sess != s {
 		return -1, h.releasedErr() // Release frees what was just taken
-	case !h.lease.Held:
-		return -1, h.lease.Err // the answer came past the lease's deadline
 	}
+	// The lease may not be held even so: a store that waits inside Take
+	// (Kubernetes, for a Lease to expire) answers past the deadline counted
+	// from when the call began. The ID is the token's, the renewer confirms
+	// it within TTL/3, and a generator issues only once it is held.
 	if !s.running {
 		s.running = true
 		go h.run(s)

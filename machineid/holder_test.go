@@ -262,20 +262,25 @@ func TestHolderUnseenOutage(t *testing.T) {
 	c.cut.Store(false)
 }
 
-// TestHolderLateAnswerIsNoLease checks that MachineID does not return an ID
-// whose lease the store confirmed too late to vouch for: the answer came
-// after the lease's deadline (TTL − margin after the call was sent).
-func TestHolderLateAnswerIsNoLease(t *testing.T) {
+// TestHolderLateAnswerIsHeldOnceRenewed checks a Take answered past the
+// lease's deadline (TTL − margin after the call was sent), as a store that
+// waits inside Take answers: MachineID returns the ID, the lease is not
+// reported held until a renewal confirms it, and then it is.
+func TestHolderLateAnswerIsHeldOnceRenewed(t *testing.T) {
 	t.Parallel()
 	s := newMemStore(true)
 	h, c := newHolder(t, s, machineid.WithTTL(300*time.Millisecond))
 	c.delay.Store(int64(400 * time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := h.MachineID(ctx)
-	require.ErrorIs(t, err, machineid.ErrLeaseLost)
-	assert.ErrorContains(t, err, "past the lease's deadline")
-	assert.False(t, h.Lease().Held)
+	id, err := h.MachineID(ctx)
+	require.NoError(t, err)
+	l := h.Lease()
+	assert.False(t, l.Held, "an answer past the deadline vouches for nothing")
+	assert.ErrorContains(t, l.Err, "past the lease's deadline")
+	c.delay.Store(0)
+	require.Eventually(t, func() bool { return h.Lease().Held }, 10*time.Second, time.Millisecond, "held once a renewal confirms it")
+	assert.Equal(t, id, h.Lease().ID)
 }
 
 // TestHolderMachineIDAfterAReleaseInProgress checks that a MachineID made

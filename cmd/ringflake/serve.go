@@ -97,9 +97,9 @@ func runServe(args []string, stderr io.Writer) error {
 		return err
 	}
 	var g *generator
-	if f.lease.url == "" {
-		// A fixed machine ID: New returns at once, and reports a bad
-		// setting before anything is logged.
+	if !p.out.leased {
+		// A plain fixed machine ID: New returns at once, and reports a
+		// bad setting before anything is logged.
 		if g, err = p.make(); err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ func runServe(args []string, stderr io.Writer) error {
 			return err
 		}
 		attrs := []any{"took", time.Since(began).Round(time.Millisecond), "issued", 0}
-		if f.lease.url != "" {
+		if p.out.leased {
 			attrs = append(attrs, "released", err == errInterrupted)
 		}
 		log.Info("ringflake: stopped before serving", attrs...)

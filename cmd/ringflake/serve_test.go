@@ -239,7 +239,7 @@ func TestServeProcess(t *testing.T) {
 		"one record when it listens, one when it serves and one at the stop")
 	stopped := s.log()[2]
 	assert.Equal(t, true, stopped["drained"])
-	assert.NotContains(t, stopped, "released", "a fixed machine ID has no lease to release")
+	assert.Equal(t, true, stopped["released"], "the fixed machine ID's state file, given up")
 	assert.Equal(t, float64(1003), stopped["issued"], "the IDs of the GETs, the unclean path's included")
 	took, ok := stopped["took"].(string)
 	require.True(t, ok, "took is a duration as text, not nanoseconds: %v", stopped["took"])
@@ -287,6 +287,29 @@ func TestServeSIGTERMWhileGettingItsMachineID(t *testing.T) {
 	msgs := s.messages()
 	assert.Equal(t, "ringflake: stopped before serving", msgs[len(msgs)-1])
 	assert.Equal(t, true, s.log()[len(msgs)-1]["released"])
+}
+
+// TestServeSIGTERMWhileWaitingOutTheStateFilesMark starts serve on a fixed
+// machine ID whose state file holds a mark 25s ahead of its clock: it
+// listens, /healthz answers and /readyz says why it is not ready while it
+// waits, and SIGTERM stops it at once (it once waited the mark out first,
+// with no port open).
+func TestServeSIGTERMWhileWaitingOutTheStateFilesMark(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, _, stderr := invoke("gen", "-n", "1", "--machine-id", "9", "--state-dir", dir)
+	require.Equal(t, 0, code, "stderr %q", stderr)
+	s := startServerUntil(t, "ringflake: listening", "--machine-id", "9", "--state-dir", dir, "--clock-offset", "-25s")
+	require.Equal(t, 200, status(s.addr, "/healthz"))
+	require.Eventually(t, func() bool {
+		r, err := get(s.addr, "/readyz")
+		return err == nil && r.code == 503 && strings.Contains(r.body, "mark")
+	}, 10*time.Second, 10*time.Millisecond, "/readyz says it waits out the mark")
+	start := time.Now()
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+	assert.Less(t, time.Since(start), 15*time.Second, "SIGTERM ends the wait, not the mark 25s ahead")
+	msgs := s.messages()
+	assert.Equal(t, "ringflake: stopped before serving", msgs[len(msgs)-1])
 }
 
 func stripHeader(r reply) reply { r.header = nil; return r }
@@ -482,4 +505,16 @@ func TestServeLeaseStores(t *testing.T) {
 			assert.Empty(t, held(), "the lease released at exit")
 		})
 	}
+}
+
+// TestServeNoStateFileReleasesNothing serves a plain fixed machine ID: its
+// stop log says nothing of a release, as there is nothing to give up.
+func TestServeNoStateFileReleasesNothing(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--machine-id", "8", "--no-state-file")
+	assert.Equal(t, 200, mustGet(t, s.addr, "/v1/id").code)
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+	msgs := s.messages()
+	require.Equal(t, "ringflake: stopped", msgs[len(msgs)-1])
+	assert.NotContains(t, s.log()[len(msgs)-1], "released", "a plain fixed machine ID has no lease to release")
 }

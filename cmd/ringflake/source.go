@@ -162,12 +162,22 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	default: // --machine-id, or gen's 0
-		opt, source, err := f.fixedID(f.machineID, clock, log)
+		leaser, source, err := f.fixedID(f.machineID, clock, log)
 		if err != nil {
 			return nil, err
 		}
 		out.source = source
-		opts = append(opts, opt)
+		if leaser == nil {
+			opts = append(opts, ringflake.WithMachineID(f.machineID))
+			break
+		}
+		// The state file is a Leaser: New may wait out its mark, which
+		// a signal must be able to end, as for a lease.
+		out.leased = true
+		if st != nil {
+			leaser = st.watch(leaser)
+		}
+		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	}
 	return &plan{out: out, opts: opts, where: where}, nil
 }

@@ -147,3 +147,30 @@ func TestStateFlagUsage(t *testing.T) {
 		assert.Equal(t, tt.want+"\n", stderr, "%v", tt.args)
 	}
 }
+
+// TestStateFileDatacenterSplit guards the whole machine ID under a
+// datacenter split: datacenter 3's worker 4 is machine ID 100, so a second
+// process on --machine-id 100 without the split is refused while the first
+// lives (it once took a file of its own and repeated every ID), and
+// another datacenter's worker 4 is not.
+func TestStateFileDatacenterSplit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := buildCLI(t)
+	holder := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--datacenter-bits", "5", "--datacenter", "3", "--machine-id", "4", "--state-dir", dir)
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "machine-100"))
+		return err == nil
+	}, 10*time.Second, 5*time.Millisecond, "the holder's file names the whole machine ID")
+
+	code, stdout, stderr := invoke("gen", "-n", "1", "--machine-id", "100", "--state-dir", dir)
+	assert.Equal(t, 1, code, "the same machine ID without the split: stderr %q", stderr)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "held by another live process")
+
+	code, stdout, stderr = invoke("gen", "-n", "1", "--datacenter-bits", "5", "--datacenter", "2", "--machine-id", "4", "--state-dir", dir)
+	assert.Equal(t, 0, code, "another datacenter's worker 4: stderr %q", stderr)
+	assert.Len(t, strings.Fields(stdout), 1)
+}
