@@ -191,6 +191,10 @@ func (p *plan) make() (*generator, error) {
 	if err != nil {
 		p.out.done()
 		err = fmt.Errorf("%s: %w", p.where, err)
+		if errors.Is(err, ringflake.ErrMarkAhead) {
+			// New names its option; here the flag is what a user can change.
+			err = fmt.Errorf("%w (here: --acquire-timeout)", err)
+		}
 		if errors.Is(err, ringflake.ErrInvalidConfig) {
 			return nil, fmt.Errorf("%w: %w", errUsage, err)
 		}

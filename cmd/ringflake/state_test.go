@@ -55,6 +55,7 @@ func TestGenRestartBehind(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "ahead of the clock", "fails with the mark ahead: %s", stderr)
+	assert.Contains(t, stderr, "--acquire-timeout", "names the flag that buys a longer wait: %s", stderr)
 	assert.Equal(t, 1, strings.Count(stderr, "\n"), "in one line: %q", stderr)
 }
 
