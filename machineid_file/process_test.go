@@ -153,6 +153,19 @@ func (p *proc) issued(t *testing.T, n int) {
 		"helper %d printed fewer than %d IDs", p.cmd.Process.Pid, n)
 }
 
+// reaches waits until the helper has printed an ID of time tm or later.
+// A helper's IDs increase while its clock does not step back, so its last
+// is its latest.
+func (p *proc) reaches(t *testing.T, tm time.Time) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		n := len(p.ids)
+		return n > 0 && !ringflake.DefaultLayout().Decompose(p.ids[n-1]).Time.Before(tm)
+	}, 60*time.Second, time.Millisecond, "helper %d issued nothing at or after %v", p.cmd.Process.Pid, tm)
+}
+
 // kill SIGKILLs the helper and returns the IDs it printed.
 func (p *proc) kill() []ringflake.ID {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
@@ -205,7 +218,11 @@ func TestKillThenRestartBehind(t *testing.T) {
 			first := a.kill()
 			b := start(t, tt.mode, dir, 3, 3, -time.Since(began)-100*time.Millisecond)
 			require.Equal(t, int64(3), b.await(t))
+			// Its clock starts 100ms before the first's first ID; without
+			// the file it repeats IDs only once it has run into the
+			// first's ticks, which may take it many more than 20000 IDs.
 			b.issued(t, 20000)
+			b.reaches(t, maxTime(first))
 			second := b.kill()
 			dups := duplicates(first, second)
 			if !tt.wantDups {
