@@ -16,8 +16,14 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto")
 	var bits int
 	registerDatacenterBits(fs, &bits)
+	args, dashes := idsAfterFlags(args)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	given := fs.Args()
+	// fs.Args() is a suffix of args; if it holds the "--" added, drop it.
+	if at := dashes - (len(args) - len(given)); dashes >= 0 && at >= 0 {
+		given = append(given[:at:at], given[at+1:]...)
 	}
 	layout, err := layoutOf("decode", bits)
 	if err != nil {
@@ -27,11 +33,11 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageError("decode: --format = %q; want auto, decimal, base32 or base58", *format)
 	}
-	if fs.NArg() == 0 {
+	if len(given) == 0 {
 		return usageError("decode: no ID given")
 	}
-	ids := make([]ringflake.ID, 0, fs.NArg())
-	for _, a := range fs.Args() {
+	ids := make([]ringflake.ID, 0, len(given))
+	for _, a := range given {
 		id, err := parse(a)
 		if err != nil {
 			return usageError("decode: %s", strings.TrimPrefix(err.Error(), "ringflake: "))
@@ -48,6 +54,21 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "\tsequence=%d\tticks=%d\n", p.Sequence, p.Ticks)
 	}
 	return w.Flush()
+}
+
+// idsAfterFlags returns args with "--" added before the first negative
+// number, and the index of the "--" added (-1 if none), so that
+// "decode -5" is refused as a negative ID rather than as an unknown flag.
+func idsAfterFlags(args []string) ([]string, int) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if len(a) > 1 && a[0] == '-' && isDecimal(a) {
+			return append(append(args[:i:i], "--"), args[i:]...), i
+		}
+	}
+	return args, -1
 }
 
 // idParsers maps decode's --format values to parsers.

@@ -169,6 +169,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"serve machine ID out of range", []string{"serve", "--addr", "127.0.0.1:0", "--machine-id", "1024"},
 			"ringflake: serve: invalid configuration: machine ID = 1024; valid range 0..1023"},
 		{"decode negative", []string{"decode", "--", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
+		{"decode negative, no --", []string{"decode", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
+		{"decode negative after flags", []string{"decode", "--format", "decimal", "1", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
 			`ringflake: decode: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
 		{"decode lowercase base32", []string{"decode", "0am7qe674q401"},
