@@ -16,7 +16,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto")
 	var bits int
 	registerDatacenterBits(fs, &bits)
-	args, dashes := idsAfterFlags(args)
+	args, dashes := idsAfterFlags(fs, args)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -57,18 +57,37 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 }
 
 // idsAfterFlags returns args with "--" added before the first negative
-// number, and the index of the "--" added (-1 if none), so that
-// "decode -5" is refused as a negative ID rather than as an unknown flag.
-func idsAfterFlags(args []string) ([]string, int) {
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		if len(a) > 1 && a[0] == '-' && isDecimal(a) {
+// number that is not a flag's value, and the index of the "--" added (-1
+// if none), so that "decode -5" is refused as a negative ID rather than
+// as an unknown flag.
+func idsAfterFlags(fs *flag.FlagSet, args []string) ([]string, int) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return args, -1
+		case len(a) > 1 && a[0] == '-' && isDecimal(a):
 			return append(append(args[:i:i], "--"), args[i:]...), i
+		case takesValue(fs, a):
+			i++ // the flag's value, which may be a negative number
 		}
 	}
 	return args, -1
+}
+
+// takesValue reports whether a is a flag of fs, written without "=", that
+// takes the next argument as its value.
+func takesValue(fs *flag.FlagSet, a string) bool {
+	name := strings.TrimLeft(a, "-")
+	if name == a || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }
 
 // idParsers maps decode's --format values to parsers.

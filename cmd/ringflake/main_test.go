@@ -171,6 +171,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"decode negative", []string{"decode", "--", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
 		{"decode negative, no --", []string{"decode", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
 		{"decode negative after flags", []string{"decode", "--format", "decimal", "1", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
+		{"decode negative after a flag's value", []string{"decode", "--datacenter-bits", "5", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
 			`ringflake: decode: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
 		{"decode lowercase base32", []string{"decode", "0am7qe674q401"},
