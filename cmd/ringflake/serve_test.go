@@ -249,11 +249,14 @@ func TestServeProcess(t *testing.T) {
 
 // Started against a fresh Redis, whose restart floor makes New wait up to
 // a TTL, serve answers /healthz at once, and /readyz and the ID endpoints
-// with 503 and the reason, until it can issue; then it serves.
+// with 503 and the reason, until it can issue; then it serves. The floor
+// runs from Redis's start, so its TTL is long enough that a busy machine
+// still has serve listening well before the floor has passed (with 3s, a
+// loaded run once saw the last of the 503s turn to 200).
 func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "3s")
+	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "8s")
 	r := mustGet(t, s.addr, "/healthz")
 	assert.Equal(t, 200, r.code, "/healthz from the moment the port is open")
 	r = mustGet(t, s.addr, "/readyz")
@@ -266,7 +269,7 @@ func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 	assert.Contains(t, r.body, `"error":"not ready: `)
 	assert.Equal(t, 503, mustGet(t, s.addr, "/api/snowflake/get/k").code)
 
-	require.Eventually(t, func() bool { return status(s.addr, "/readyz") == 200 }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return status(s.addr, "/readyz") == 200 }, 40*time.Second, 20*time.Millisecond,
 		"ready once the floor (a TTL) has passed")
 	assert.Equal(t, 200, mustGet(t, s.addr, "/v1/id").code)
 	assert.Contains(t, s.messages(), "ringflake: serving")
