@@ -16,14 +16,15 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto")
 	var bits int
 	registerDatacenterBits(fs, &bits)
-	args, dashes := idsAfterFlags(fs, args)
 	if err := parseFlags(fs, args, stderr); err != nil {
+		// "decode -5" is a negative ID, not an unknown flag -5: say so as
+		// ParseID does.
+		if _, num, ok := strings.Cut(err.Error(), "flag provided but not defined: "); ok && isDecimal(num) {
+			if _, perr := ringflake.ParseID(num); perr != nil {
+				return usageError("decode: %s", strings.TrimPrefix(perr.Error(), "ringflake: "))
+			}
+		}
 		return err
-	}
-	given := fs.Args()
-	// fs.Args() is a suffix of args; if it holds the "--" added, drop it.
-	if at := dashes - (len(args) - len(given)); dashes >= 0 && at >= 0 {
-		given = append(given[:at:at], given[at+1:]...)
 	}
 	layout, err := layoutOf("decode", bits)
 	if err != nil {
@@ -33,11 +34,11 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageError("decode: --format = %q; want auto, decimal, base32 or base58", *format)
 	}
-	if len(given) == 0 {
+	if fs.NArg() == 0 {
 		return usageError("decode: no ID given")
 	}
-	ids := make([]ringflake.ID, 0, len(given))
-	for _, a := range given {
+	ids := make([]ringflake.ID, 0, fs.NArg())
+	for _, a := range fs.Args() {
 		id, err := parse(a)
 		if err != nil {
 			return usageError("decode: %s", strings.TrimPrefix(err.Error(), "ringflake: "))
@@ -54,40 +55,6 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "\tsequence=%d\tticks=%d\n", p.Sequence, p.Ticks)
 	}
 	return w.Flush()
-}
-
-// idsAfterFlags returns args with "--" added before the first negative
-// number that is not a flag's value, and the index of the "--" added (-1
-// if none), so that "decode -5" is refused as a negative ID rather than
-// as an unknown flag.
-func idsAfterFlags(fs *flag.FlagSet, args []string) ([]string, int) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return args, -1
-		case len(a) > 1 && a[0] == '-' && isDecimal(a):
-			return append(append(args[:i:i], "--"), args[i:]...), i
-		case takesValue(fs, a):
-			i++ // the flag's value, which may be a negative number
-		}
-	}
-	return args, -1
-}
-
-// takesValue reports whether a is a flag of fs, written without "=", that
-// takes the next argument as its value.
-func takesValue(fs *flag.FlagSet, a string) bool {
-	name := strings.TrimLeft(a, "-")
-	if name == a || strings.Contains(name, "=") {
-		return false
-	}
-	f := fs.Lookup(name)
-	if f == nil {
-		return false
-	}
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return !ok || !b.IsBoolFlag()
 }
 
 // idParsers maps decode's --format values to parsers.
