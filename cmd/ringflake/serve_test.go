@@ -122,6 +122,13 @@ func (s *server) stop(t *testing.T, sig syscall.Signal) int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
+// readyz is /readyz's answer, as a client reads it.
+type readyz struct {
+	Ready   bool   `json:"ready"`
+	Machine int64  `json:"machine"`
+	Reason  string `json:"reason"`
+}
+
 // reply is one HTTP answer, read in full.
 type reply struct {
 	code   int
@@ -261,7 +268,7 @@ func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 	assert.Equal(t, 200, r.code, "/healthz from the moment the port is open")
 	r = mustGet(t, s.addr, "/readyz")
 	require.Equal(t, 503, r.code, "not ready while New waits out the fresh Redis's floor; body %s", r.body)
-	var ready readiness
+	var ready readyz
 	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
 	assert.Regexp(t, `^(acquiring the machine ID from the lease redis://127\.0\.0\.1:\d+|waiting for the clock to pass the machine ID's inherited mark .*)$`, ready.Reason)
 	r = mustGet(t, s.addr, "/v1/id")
@@ -339,7 +346,7 @@ func TestServeLeaseLost(t *testing.T) {
 	assert.Contains(t, r.body, "machine ID lease is not held: machineid_redis: machineid: lease lost: no renewal of machine ID", "the store's error is the cause")
 	r = mustGet(t, s.addr, "/readyz")
 	assert.Equal(t, 503, r.code)
-	var ready readiness
+	var ready readyz
 	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
 	assert.False(t, ready.Ready)
 	assert.Contains(t, ready.Reason, "machine ID lease is not held: ")

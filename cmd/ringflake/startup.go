@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/serve"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -79,7 +80,7 @@ func (st *startup) reason() string {
 	if l == nil {
 		return "acquiring the machine ID from the " + st.source
 	}
-	if r := notReady(l.Held, l.Err, l.After, l.Until, st.clock()); r != "" {
+	if r := serve.NotReady(l.Held, l.Err, l.After, l.Until, st.clock()); r != "" {
 		return r
 	}
 	return "starting"
