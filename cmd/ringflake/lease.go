@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/store"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -78,38 +79,8 @@ func (l *leaseFlags) parseRange() (lo, hi int64, err error) {
 	return lo, hi, nil
 }
 
-// leaseConfig is what a backend gets besides its URL.
-type leaseConfig struct {
-	lo, hi            int64            // the machine IDs it may hand out; hi < 0 means the backend's default
-	ttl, margin, skew time.Duration    // 0 means the backend's default
-	clock             func() time.Time // the generator's clock; nil means the wall clock
-}
-
-// A backend makes the Leaser that a --lease URL names, and a func that
-// closes its connection. Errors in the URL or the settings are usage
-// errors; it does not contact the store, the generator does.
-type backend func(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error)
-
-// backends maps each --lease scheme to its backend. A store plugs in here,
-// with one function.
-var backends = map[string]backend{
-	"redis":      redisLease,
-	"rediss":     redisLease,
-	"etcd":       etcdLease,
-	"k8s":        k8sLease,
-	"postgres":   postgresLease,
-	"postgresql": postgresLease,
-}
-
 // schemes lists the supported schemes, for messages.
-func schemes() string {
-	s := make([]string, 0, len(backends))
-	for k := range backends {
-		s = append(s, k)
-	}
-	slices.Sort(s)
-	return strings.Join(s, ", ")
-}
+func schemes() string { return strings.Join(store.Schemes(), ", ") }
 
 // parsed returns the --lease URL, or a usage error that does not repeat
 // it: it may hold a password.
@@ -125,7 +96,7 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 	switch {
 	case err != nil:
 		return nil, usageError("%s: --lease is not a valid URL: %v", l.cmd, err)
-	case backends[u.Scheme] == nil:
+	case !slices.Contains(store.Schemes(), u.Scheme):
 		return nil, usageError("%s: --lease: unsupported scheme %q; supported: %s", l.cmd, u.Scheme, schemes())
 	}
 	return u, nil
@@ -142,18 +113,18 @@ func (l *leaseFlags) leaser(maxMachine int64, split bool, clock func() time.Time
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew, clock: clock}
+	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, Skew: l.skew, Clock: clock}
 	what := "machine IDs"
 	if split {
-		c.hi, what = maxMachine, "workers in a datacenter"
+		c.Hi, what = maxMachine, "workers in a datacenter"
 	}
 	if l.rng != "" {
-		c.lo, c.hi, _ = l.parseRange()
-		if c.hi > maxMachine {
+		c.Lo, c.Hi, _ = l.parseRange()
+		if c.Hi > maxMachine {
 			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's %s are 0..%d", l.cmd, l.rng, what, maxMachine)
 		}
 	}
-	leaser, done, err := backends[u.Scheme](u, c)
+	leaser, done, err := store.Open(u, c)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("%w: %s: lease %s: %w", errUsage, l.cmd, u.Redacted(), err)
 	}
