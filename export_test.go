@@ -6,6 +6,7 @@ import "time"
 var (
 	LayoutValidate = Layout.validate
 	LayoutMaxTicks = Layout.maxTicks
+	ModBuckets     = modBuckets
 )
 
 func LayoutMaxSequence(l Layout) int64 { return maxOf(l.SequenceBits, 62) }
