@@ -13,9 +13,12 @@ import (
 // The target of issue 23: at one ID every 2 ms, id % 16 passes a
 // chi-square test at p = 0.001 (below 37.7 with 15 degrees of freedom) and
 // id % 1024 uses at least 700 of its 1024 buckets (uniform gives about
-// 880). The clock is injected, so the figures are the same on every run.
+// 880). N that are not powers of two are held to the same: id % 10 below
+// 27.9 (9 degrees of freedom), id % 1000 using 700 buckets. The clocks are
+// injected, so the figures are the same on every run.
 const (
 	chi2Max16   = 37.7
+	chi2Max10   = 27.9
 	minUsed1024 = 700
 )
 
@@ -42,9 +45,14 @@ func checkSpread(t *testing.T, what string, ids []ID) {
 	t.Helper()
 	chi2, _ := modBuckets(ids, 16)
 	_, used := modBuckets(ids, 1024)
-	t.Logf("%s: %d IDs, id %% 16 chi-square %.1f, id %% 1024 uses %d buckets", what, len(ids), chi2, used)
+	chi2Ten, _ := modBuckets(ids, 10)
+	_, usedThousand := modBuckets(ids, 1000)
+	t.Logf("%s: %d IDs, id %% 16 chi-square %.1f, id %% 1024 uses %d buckets; id %% 10 chi-square %.1f, id %% 1000 uses %d",
+		what, len(ids), chi2, used, chi2Ten, usedThousand)
 	assert.Lessf(t, chi2, chi2Max16, "%s: chi-square of id %% 16", what)
 	assert.GreaterOrEqualf(t, used, minUsed1024, "%s: buckets of id %% 1024 used", what)
+	assert.Lessf(t, chi2Ten, chi2Max10, "%s: chi-square of id %% 10", what)
+	assert.GreaterOrEqualf(t, usedThousand, minUsed1024, "%s: buckets of id %% 1000 used", what)
 }
 
 var spreadFrom = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -155,6 +163,10 @@ func TestSpreadKeepsTheCeiling(t *testing.T) {
 		} else {
 			require.Lenf(t, ids, perTick, "tick %d, after a full one", tick)
 			assert.Zerof(t, g.layout.Decompose(ids[0]).Sequence, "tick %d, after a full one, starts at 0", tick)
+			chi2, used := modBuckets(ids, 1024)
+			require.Truef(t, chi2 == 0 && used == 1024, "tick %d: id %% 1024 puts 4 IDs in every bucket", tick)
+			chi2, _ = modBuckets(ids, 10)
+			assert.Lessf(t, chi2, chi2Max10, "tick %d: chi-square of id %% 10", tick)
 		}
 		clock.Add(time.Millisecond)
 	}
