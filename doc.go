@@ -38,9 +38,9 @@
 // below half the sequence space (2048 with [DefaultLayout]), rather than at
 // 0, so that at low traffic the low bits of IDs are even: id % N spreads
 // evenly for N a power of two up to 2048, and for other N too, as the time
-// bits mix in. A tick starts lower where the tick before it, or the batch
-// that starts it, needs the room, and at 0 after a full tick, so demand
-// that fills the ticks keeps all 4096 IDs per tick. The sequences below a
+// bits mix in. A tick starts lower where one of the 16 ticks before it, or
+// the batch that starts it, needs the room, and at 0 soon after a full
+// tick, so demand that fills the ticks keeps all 4096 IDs per tick. The sequences below a
 // start are never issued, so a tick after a quiet one is sure to hold 2049
 // NextID calls, not 4096; calls past its end wait for the next tick. One
 // goroutine's IDs still increase while the clock does not go back.

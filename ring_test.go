@@ -332,8 +332,8 @@ func TestRingNextServableWidestSequences(t *testing.T) {
 // with steps back shorter and longer than the ring, and batches of fuzzed
 // sizes. Each claim must do what its case says: a tick that starts fresh
 // starts below half its sequence space, and low enough to hold again what
-// tick-1 issued; any other claim goes on from the slot's last sequence, or
-// reports the slot exhausted. Across all claims no (tick, sequence) is
+// each recent tick issued; any other claim goes on from the slot's last
+// sequence, or reports the slot exhausted. Across all claims no (tick, sequence) is
 // issued twice, and issued counts exactly what was issued.
 func FuzzRingClaim(f *testing.F) {
 	f.Add(uint8(4), uint8(3), uint16(7), []byte{1, 2, 0, 9, 1, 1, 0xFC, 3, 4, 0, 0x80, 1, 0x7F, 15})
@@ -349,7 +349,13 @@ func FuzzRingClaim(f *testing.F) {
 		for i := 0; i+1 < len(steps); i += 2 {
 			tick = max(tick+int64(int8(steps[i])), 0)
 			n := 1 + uint64(steps[i+1])%(2<<uint(sb)) // up to two ticks' worth
-			old, prev := r.slot(tick).Load(), r.slot(tick-1).Load()
+			old := r.slot(tick).Load()
+			room := r.seqMask // the highest start that leaves room for each recent tick
+			for back := int64(1); back <= lookBack; back++ {
+				if v := r.slot(tick - back).Load(); v>>uint(sb) == uint64(tick-back+1) {
+					room = min(room, r.seqMask-v&r.seqMask)
+				}
+			}
 			fresh := uint64(tick+1) << uint(sb)
 			tk, seq, got, st := r.claim(tick, n, open, k)
 			switch {
@@ -365,9 +371,7 @@ func FuzzRingClaim(f *testing.F) {
 				require.Equal(t, claimed, st)
 				require.Equal(t, tick, tk, "an older or empty slot starts the tick")
 				require.Less(t, seq, r.half, "a fresh tick starts below half its sequence")
-				if prev != 0 && prev>>uint(sb) == uint64(tick) {
-					require.LessOrEqual(t, seq, r.seqMask-prev&r.seqMask, "room for what tick-1 issued")
-				}
+				require.LessOrEqual(t, seq, room, "room for what each recent tick issued")
 				require.Equal(t, min(n, r.seqMask+1), got, "a batch's first claim fits whole, up to the whole tick")
 			}
 			require.Equal(t, min(n, r.seqMask+1-seq), got, "a batch runs to its size or the tick's end")

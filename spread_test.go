@@ -142,7 +142,7 @@ func TestSpreadModerateTraffic(t *testing.T) {
 // waits (MaxWait 0), so the counts are exact.
 func TestSpreadKeepsTheCeiling(t *testing.T) {
 	t.Parallel()
-	const ticks, perTick = 50, 4096
+	const ticks, perTick = 200, 4096 // the first tick's start can cost at most 0.25 %
 	clock := fakeclock.New(spreadFrom)
 	g := newSpreadGen(t, 9, clock)
 	total := 0
@@ -172,6 +172,43 @@ func TestSpreadKeepsTheCeiling(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, float64(total)/(ticks*perTick), 0.995, "of the ceiling")
 	assert.Equal(t, uint64(total), g.Stats().Issued, "Issued counts what was issued, not the sequences passed over")
+}
+
+// A process that misses a few ticks at saturation (descheduled, or a
+// pause) comes back to a tick whose predecessors are unused or part-filled;
+// it must still start at 0, as long as a full tick is within the last 16.
+// After a longer pause the demand is new, and the start is spread again.
+func TestSpreadKeepsTheCeilingAcrossAPause(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.New(spreadFrom)
+	g := newSpreadGen(t, 9, clock)
+	fill := func() []ID { // the tick's IDs, one NextID at a time, until it is used up
+		var ids []ID
+		for {
+			id, err := g.NextID()
+			if err != nil {
+				require.ErrorIs(t, err, ErrSequenceExhausted)
+				return ids
+			}
+			ids = append(ids, id)
+		}
+	}
+	fill()
+	clock.Add(time.Millisecond)
+	require.Len(t, fill(), 4096, "a tick after a full one")
+	for _, pause := range []int{1, 3, 15} {
+		clock.Add(time.Millisecond)
+		nextIDs(t, g, 1000, nil) // a tick the pause cut short
+		clock.Add(time.Duration(pause) * time.Millisecond)
+		ids := fill()
+		assert.Lenf(t, ids, 4096, "the tick after a pause of %d ticks", pause)
+		clock.Add(time.Millisecond)
+		fill() // full again
+	}
+	clock.Add(100 * time.Millisecond)
+	want := 4096 - int(g.ring.start(g.nowTicks(t, clock), uint64(g.state.Load().part), 1))
+	assert.Equal(t, want, len(fill()), "after 100 quiet ticks, the tick holds what its start leaves")
+	assert.Less(t, want, 4096, "and at this tick the start is above 0")
 }
 
 // A batch into a quiet tick starts low enough to fit whole, up to the
@@ -230,40 +267,52 @@ func TestRingStartsLeaveRoomForSteadyDemand(t *testing.T) {
 }
 
 // A tick starts below half the sequence space, and low enough to hold both
-// what the tick before it issued and the claim that starts it: span is
-// half, or less, 9-need, where need is the larger of n and, if the slot of
-// tick-1 holds tick-1 with last sequence L, L+1.
+// what each of the 16 ticks before it issued and the claim that starts it:
+// span is half, or less, 9-need, where need is the larger of n and, for
+// each of those ticks whose slot still holds it with last sequence L, L+1.
 func TestRingStartLeavesRoom(t *testing.T) {
 	t.Parallel()
 	const half, key = 4, 9 << 3
-	unused := func(int64) uint64 { return 0 }
+	// used stores, for each back, tick-back used up to last.
+	used := func(last uint64, backs ...int64) func(r *ring, tick int64) {
+		return func(r *ring, tick int64) {
+			for _, b := range backs {
+				r.slot(tick - b).Store(uint64(tick-b+1)<<3 | last)
+			}
+		}
+	}
+	quiet := func(*ring, int64) {}
 	tests := []struct {
-		name string
-		prev func(tick int64) uint64 // the value in the slot of tick-1
-		n    uint64
-		span uint64
+		name  string
+		setup func(r *ring, tick int64) // the slots before tick
+		n     uint64
+		span  uint64
 	}{
-		{"tick-1 unused", unused, 1, half},
-		{"tick-1 used up to 2", func(tk int64) uint64 { return uint64(tk)<<3 | 2 }, 1, half},
-		{"tick-1 used up to 5", func(tk int64) uint64 { return uint64(tk)<<3 | 5 }, 1, 3},
-		{"tick-1 used up to 6", func(tk int64) uint64 { return uint64(tk)<<3 | 6 }, 1, 2},
-		{"tick-1 full", func(tk int64) uint64 { return uint64(tk)<<3 | 7 }, 1, 1},
-		{"the slot holds an older tick", func(tk int64) uint64 { return uint64(tk-16)<<3 | 7 }, 1, half},
-		{"the slot holds a newer tick", func(tk int64) uint64 { return uint64(tk+16)<<3 | 7 }, 1, half},
-		{"a batch of 5", unused, 5, half},
-		{"a batch of 6", unused, 6, 3},
-		{"a batch of 8, the whole tick", unused, 8, 1},
-		{"a batch of more than the tick", unused, 100, 1},
-		{"a batch of 6 after a tick used up to 6", func(tk int64) uint64 { return uint64(tk)<<3 | 6 }, 6, 2},
-		{"a batch of 7 after a tick used up to 2", func(tk int64) uint64 { return uint64(tk)<<3 | 2 }, 7, 2},
+		{"the ticks before unused", quiet, 1, half},
+		{"tick-1 used up to 2", used(2, 1), 1, half},
+		{"tick-1 used up to 5", used(5, 1), 1, 3},
+		{"tick-1 used up to 6", used(6, 1), 1, 2},
+		{"tick-1 full", used(7, 1), 1, 1},
+		{"tick-3 full, tick-1 unused", used(7, 3), 1, 1},
+		{"tick-16 full", used(7, 16), 1, 1},
+		{"tick-17 full, past the look-back", used(7, 17), 1, half},
+		{"tick-5 used up to 6, tick-1 up to 2", func(r *ring, tick int64) { used(6, 5)(r, tick); used(2, 1)(r, tick) }, 1, 2},
+		{"the slot of tick-1 holds an older tick", func(r *ring, tick int64) { r.slot(tick - 1).Store(uint64(tick-32)<<3 | 7) }, 1, half},
+		{"the slot of tick-1 holds a newer tick", func(r *ring, tick int64) { r.slot(tick - 1).Store(uint64(tick+32)<<3 | 7) }, 1, half},
+		{"a batch of 5", quiet, 5, half},
+		{"a batch of 6", quiet, 6, 3},
+		{"a batch of 8, the whole tick", quiet, 8, 1},
+		{"a batch of more than the tick", quiet, 100, 1},
+		{"a batch of 6 after a tick used up to 6", used(6, 1), 6, 2},
+		{"a batch of 7 after a tick used up to 2", used(2, 1), 7, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := newTestRing(16, 3)
 			seen := map[uint64]bool{}
 			for tick := int64(1000); tick < 3000; tick++ {
-				r.slot(tick - 1).Store(tt.prev(tick))
+				r := newTestRing(32, 3)
+				tt.setup(r, tick)
 				s := r.start(tick, key, tt.n)
 				require.Lessf(t, s, tt.span, "tick %d starts at %d", tick, s)
 				seen[s] = true
