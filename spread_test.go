@@ -1,6 +1,7 @@
 package ringflake
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestSpreadLowTraffic(t *testing.T) {
 			ids = nextIDs(t, g, 1, ids)
 			clock.Add(2 * time.Millisecond)
 		}
-		checkSpread(t, "machine "+itoa(machine), ids)
+		checkSpread(t, "machine "+strconv.FormatInt(machine, 10), ids)
 	}
 
 	// Four machines at the same ticks, so that machines which started
@@ -109,8 +110,6 @@ func TestSpreadLowTraffic(t *testing.T) {
 	checkSpread(t, "machines 1-4 pooled", pooled)
 }
 
-func itoa(n int64) string { return ID(n).String() }
-
 // Ticks of 10 and of 500 IDs: each tick starts where the one before it
 // leaves room, which at these loads is still most of the lower half, and
 // its IDs follow on from there. The IDs of one caller still increase.
@@ -129,7 +128,7 @@ func TestSpreadModerateTraffic(t *testing.T) {
 			ids = nextIDs(t, g, tt.perTick, ids) // MaxWait 0: every tick holds its demand
 			clock.Add(time.Millisecond)
 		}
-		checkSpread(t, itoa(int64(tt.perTick))+" IDs a tick", ids)
+		checkSpread(t, strconv.Itoa(tt.perTick)+" IDs a tick", ids)
 		for i := 1; i < len(ids); i++ {
 			require.Greaterf(t, ids[i], ids[i-1], "ID %d of one caller, under a clock that does not go back", i)
 		}
