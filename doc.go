@@ -20,13 +20,30 @@
 // tick t is t mod N, and it holds the last (tick, sequence) pair issued for
 // any tick with that residue, packed so that comparing two slot values
 // compares the pairs. Issuing is a compare-and-swap that makes the slot's
-// value strictly larger and issues exactly the pairs it passes over. Each
-// tick is only ever issued through the slot of its residue, so issuing one
-// pair twice would need a slot to hold one value twice, which a strictly
-// increasing value cannot do. Nothing in this depends on the clock. Across
-// processes it rests on distinct machine IDs, and across restarts on a
-// [machineid.Leaser] (a file, or a store), whose mark a new holder of the ID
-// waits out in [New].
+// value strictly larger and issues only pairs it passes over. Each tick is
+// only ever issued through the slot of its residue, so issuing one pair
+// twice would need a slot to pass one value twice, which a strictly
+// increasing value cannot do. A tick the slot has not held, new or shown
+// again by a step back shorter than the ring, starts fresh at its start
+// (below), passing over the sequences beneath it for good; after a longer
+// step back, the slot's later tick goes on from where it is. Nothing in
+// this depends on the clock or on where a tick starts. Across processes it
+// rests on distinct machine IDs, and across restarts on a
+// [machineid.Leaser] (a file, or a store), whose mark a new holder of the
+// ID waits out in [New].
+//
+// # Sequence starts
+//
+// A tick starts its sequence at a hash of the tick and the machine ID,
+// below half the sequence space (2048 with [DefaultLayout]), rather than at
+// 0, so that at low traffic the low bits of IDs are even: id % N spreads
+// evenly for N a power of two up to 2048, and for other N too, as the time
+// bits mix in. A tick starts lower where one of the 16 ticks before it, or
+// the batch that starts it, needs the room, and at 0 soon after a full
+// tick, so demand that fills the ticks keeps all 4096 IDs per tick. The sequences below a
+// start are never issued, so a tick after a quiet one is sure to hold 2049
+// NextID calls, not 4096; calls past its end wait for the next tick. One
+// goroutine's IDs still increase while the clock does not go back.
 //
 // # Clocks and waits
 //

@@ -43,13 +43,14 @@ func ExampleGenerator_NextID() {
 		fmt.Println(id)
 	}
 	// Output:
-	// 382862780006428672
-	// 382862780006428673
-	// 382862780006428674
+	// 382862780006429885
+	// 382862780006429886
+	// 382862780006429887
 }
 
 // A clock that steps back keeps getting IDs: the ring still holds the
-// sequence each recent tick reached.
+// sequence each recent tick reached. Each tick starts its sequence at its
+// own place (see the package doc's "Sequence starts").
 func ExampleGenerator_stepBack() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -65,9 +66,9 @@ func ExampleGenerator_stepBack() {
 		fmt.Println(p.Time.Format("15:04:05.000"), p.Sequence)
 	}
 	// Output:
-	// 12:00:00.000 0
-	// 11:59:59.800 0
-	// 12:00:00.000 1
+	// 12:00:00.000 767
+	// 11:59:59.800 1094
+	// 12:00:00.000 768
 }
 
 func ExampleDefaultLayout() {
@@ -106,21 +107,18 @@ func ExampleLayout_MaxMachine() {
 }
 
 func ExampleWithMaxWait() {
-	// With MaxWait 0 a call never waits: a full tick is an error at once.
+	// With MaxWait 0 a call never waits: a used-up tick is an error at once.
 	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tiny := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: frozen, Tick: time.Millisecond}
 	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithMaxWait(0),
 		ringflake.WithClock(func() time.Time { return frozen }))
-	for range 5 {
-		_, err := g.NextID()
-		fmt.Println(err)
+	for { // at most 4 IDs a tick
+		if _, err := g.NextID(); err != nil {
+			fmt.Println(err)
+			break
+		}
 	}
-	// Output:
-	// <nil>
-	// <nil>
-	// <nil>
-	// <nil>
-	// ringflake: sequence exhausted and MaxWait ran out before the next tick: clock 2026-01-01T00:00:00Z, waited 0s
+	// Output: ringflake: sequence exhausted and MaxWait ran out before the next tick: clock 2026-01-01T00:00:00Z, waited 0s
 }
 
 func ExampleGenerator_NextN() {
@@ -134,10 +132,10 @@ func ExampleGenerator_NextN() {
 	}
 	// Output:
 	// 4 <nil>
-	// 0
-	// 1
-	// 2
-	// 3
+	// 1213
+	// 1214
+	// 1215
+	// 1216
 }
 
 func ExampleGenerator_Stats() {

@@ -6,9 +6,18 @@ import "time"
 var (
 	LayoutValidate = Layout.validate
 	LayoutMaxTicks = Layout.maxTicks
+	ModBuckets     = modBuckets
 )
 
 func LayoutMaxSequence(l Layout) int64 { return maxOf(l.SequenceBits, 62) }
+
+// FreshStart returns the sequence at which the tick of instant at would
+// start fresh now for a NextID on g: how many sequences a tick that starts
+// now passes over, so that a test can expect the exact number of IDs left.
+func FreshStart(g *Generator, at time.Time) int {
+	ticks, _ := g.layout.ticksAt(at.Sub(g.layout.Epoch), g.maxTicks, g.recip)
+	return int(g.ring.start(ticks, uint64(g.state.Load().part), 1))
+}
 
 // SoloNextID is NextID with each caller waiting for a tick on its own,
 // the design tickWait's shared rounds replace, so that BenchmarkOverload

@@ -43,28 +43,25 @@ func (g *Generator) fast() (ID, bool) {
 	if st.kind != held || ticks <= st.b.floor || ticks > st.b.ceil {
 		return 0, false
 	}
-	// One step of ring.claim, inlined, for the two cases that need no
-	// bookkeeping: the slot is empty, or it holds this tick with room. The
-	// CAS replaces old with the strictly larger next and issues exactly
-	// next, as claim's invariant requires. Anything else (a slot of another
-	// tick, a full one, a lost CAS) goes to claim itself.
+	// One step of ring.claim, inlined, for the case that needs no
+	// bookkeeping: the slot holds this tick with room. The CAS replaces old
+	// with the strictly larger next = old+1 and issues exactly next, as
+	// claim's invariant requires. Anything else (an empty slot, a slot of
+	// another tick, a full one, a lost CAS) goes to claim itself: a tick that
+	// starts fresh takes its start from claim, once per tick.
 	//
 	// The slot holds this tick with room when fresh <= old < fresh+seqMask,
 	// which one unsigned comparison of old-fresh tests: an empty slot or an
 	// older tick wraps round to at least 2^63, a newer tick is at least
-	// 1<<seqBits past fresh, and a full slot is fresh+seqMask. The empty
-	// slot is then told apart from the others.
+	// 1<<seqBits past fresh, and a full slot is fresh+seqMask.
 	r := &g.ring
 	slot := r.slot(ticks)
 	fresh := uint64(ticks+1) << (r.seqBits & 63)
 	old := slot.Load()
-	next := old + 1
 	if old-fresh >= r.seqMask {
-		if old != 0 {
-			return g.fastClaim(ticks, st)
-		}
-		next = fresh
+		return g.fastClaim(ticks, st)
 	}
+	next := old + 1
 	if !slot.CompareAndSwap(old, next) {
 		return g.fastClaim(ticks, st)
 	}

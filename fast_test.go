@@ -18,24 +18,27 @@ var hourLayout = Layout{TimeBits: 40, MachineBits: 10, SequenceBits: 13, Epoch: 
 
 // fastCase runs fast on g with the current tick's slot set to old (a
 // function of that tick) and, on a copy of the same ring, ring.claim, and
-// returns both outcomes.
-func fastCase(t *testing.T, g *Generator, old func(tick int64) uint64) (fastID ID, fastOK bool, claimID ID, claimOK bool, tick int64) {
+// returns both outcomes and the copy after its claim.
+func fastCase(t *testing.T, g *Generator, old func(tick int64) uint64) (fastID ID, fastOK bool, claimID ID, claimOK bool, tick int64, ref *ring) {
 	t.Helper()
 	tick = g.stableTick(t)
 	st := g.state.Load()
-	v := old(tick)
-	g.ring.slot(tick).Store(v)
+	g.ring.slot(tick).Store(old(tick))
 
-	var ref ring
+	ref = new(ring)
 	ref.init(len(g.ring.slots), g.layout.SequenceBits)
-	ref.slot(tick).Store(v)
-	ct, seq, _, cs := ref.claim(tick, 1, st.b)
+	for i := range g.ring.slots {
+		ref.slots[i].Store(g.ring.slots[i].Load())
+	}
+	ref.retired.Store(g.ring.retired.Load())
+	ref.skipped.Store(g.ring.skipped.Load())
+	ct, seq, _, cs := ref.claim(tick, 1, st.b, uint64(st.part))
 	claimOK = cs == claimed
 	if claimOK {
 		claimID = g.layout.compose(ct, st.machine, int64(seq))
 	}
 	fastID, fastOK = g.fast()
-	return fastID, fastOK, claimID, claimOK, tick
+	return fastID, fastOK, claimID, claimOK, tick, ref
 }
 
 // stableTick returns the default clock's tick, first waiting out the end of
@@ -84,23 +87,23 @@ func TestFastMatchesClaim(t *testing.T) {
 	}
 	for _, c := range cases {
 		retired := g.ring.retired.Load()
-		fastID, fastOK, claimID, claimOK, tick := fastCase(t, g, c.old)
+		fastID, fastOK, claimID, claimOK, tick, ref := fastCase(t, g, c.old)
 		assert.Equalf(t, c.issues, fastOK, "%s: fast issued", c.name)
 		assert.Equalf(t, claimOK, fastOK, "%s: fast and claim agree on issuing", c.name)
 		if fastOK {
 			assert.Equalf(t, claimID, fastID, "%s: fast issues what claim would", c.name)
 			p := g.layout.Decompose(fastID)
-			want := c.old(tick)
-			if want>>seqBits >= uint64(tick+1) { // this tick or a newer one: its sequence goes on
-				want++
-			} else {
-				want = packed(tick, 0)
+			if old := c.old(tick); old>>seqBits >= uint64(tick+1) { // this tick or a newer one: its sequence goes on
+				assert.Equalf(t, old+1, g.ring.slot(tick).Load(), "%s: slot after", c.name)
+			} else { // a fresh start, below half the sequence space
+				assert.Equalf(t, packed(tick, uint64(p.Sequence)), g.ring.slot(tick).Load(), "%s: slot after", c.name)
+				assert.Lessf(t, p.Sequence, int64(1)<<(seqBits-1), "%s: a fresh tick's start", c.name)
 			}
-			assert.Equalf(t, want, g.ring.slot(tick).Load(), "%s: slot after", c.name)
 			assert.Equalf(t, int64(5), p.Machine, "%s: machine", c.name)
 		} else {
 			assert.Equalf(t, c.old(tick), g.ring.slot(tick).Load(), "%s: a declined slot is unchanged", c.name)
 		}
+		assert.Equalf(t, ref.issued(), g.ring.issued(), "%s: issued counts as claim's does", c.name)
 		if old := c.old(tick); old != 0 && old>>seqBits < uint64(tick+1) {
 			assert.Equalf(t, retired+old&mask+1, g.ring.retired.Load(), "%s: the older tick's IDs are counted as retired", c.name)
 		}
@@ -128,7 +131,7 @@ func TestFastMatchesClaimRandom(t *testing.T) {
 			}
 			return uint64(tk+dt+1)<<seqBits | seq
 		}
-		fastID, fastOK, claimID, claimOK, _ := fastCase(t, g, old)
+		fastID, fastOK, claimID, claimOK, _, _ := fastCase(t, g, old)
 		require.Equalf(t, claimOK, fastOK, "slot %+d ticks, seq %d, empty %v", dt, seq, empty)
 		if fastOK {
 			require.Equal(t, claimID, fastID)

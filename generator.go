@@ -304,7 +304,7 @@ func (g *Generator) claim(a *attempt, want uint64) (claimRange, claimStatus) {
 	if st.kind != held {
 		return claimRange{}, notHeld
 	}
-	t, seq, got, cs := g.ring.claim(a.ticks, want, st.b)
+	t, seq, got, cs := g.ring.claim(a.ticks, want, st.b, uint64(st.part))
 	if cs != claimed {
 		return claimRange{tick: t}, cs
 	}

@@ -137,6 +137,7 @@ func TestGeneratorHostileClocksConcurrent(t *testing.T) {
 				ringflake.WithClock(clock.Now), ringflake.WithRingSize(ring),
 				ringflake.WithMaxWait(2*time.Millisecond))
 			require.NoError(t, err)
+			frozenStart := ringflake.FreshStart(g, at(1000, 0))
 			ids, errs := drain(t, g, goroutines, perG)
 
 			seen := make(map[ringflake.ID]struct{}, len(ids))
@@ -156,7 +157,7 @@ func TestGeneratorHostileClocksConcurrent(t *testing.T) {
 			}
 			assert.Equal(t, goroutines*perG, len(ids)+len(errs), "every call returned")
 			if name == "frozen" {
-				assert.Len(t, ids, 16, "a frozen clock yields exactly one tick's sequences")
+				assert.Len(t, ids, 16-frozenStart, "a frozen clock yields exactly one tick's sequences, from its start")
 			} else {
 				assert.Greater(t, len(ids), 16, "a moving clock keeps serving")
 			}
@@ -192,13 +193,14 @@ func TestGeneratorStepBackServesSpareSpace(t *testing.T) {
 	require.NoError(t, err)
 
 	// Back 10 ticks, inside the ring: tick 90 was never used, so it starts
-	// fresh and carries the clock's own time.
+	// fresh, at its start, and carries the clock's own time.
 	clock.Set(at(90, 0))
+	start := ringflake.FreshStart(g, at(90, 0))
 	id, err := g.NextID()
 	require.NoError(t, err)
 	p := tiny.Decompose(id)
 	assert.Equal(t, int64(90), p.Ticks, "ticks after a step back inside the ring")
-	assert.Equal(t, int64(0), p.Sequence)
+	assert.Equal(t, int64(start), p.Sequence, "an unused tick starts fresh")
 
 	// Back to tick 100 again: its slot continues after the first ID.
 	clock.Set(at(100, 0))
@@ -220,7 +222,7 @@ func TestGeneratorErrorsSayHowFar(t *testing.T) {
 	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
 		ringflake.WithRingSize(4), ringflake.WithMaxWait(0))
 	require.NoError(t, err)
-	for range 16 {
+	for range 16 - ringflake.FreshStart(g, at(100, 0)) { // the tick's sequence, from its start
 		_, err := g.NextID()
 		require.NoError(t, err)
 	}

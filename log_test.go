@@ -122,7 +122,7 @@ func TestLogLongWaitOnlyForCallsThatIssue(t *testing.T) {
 	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now),
 		ringflake.WithMaxWait(20*time.Millisecond), ringflake.WithLogger(slog.New(&rec)))
 	require.NoError(t, err)
-	for range 16 { // the frozen tick's whole sequence
+	for range 16 - ringflake.FreshStart(g, at(3, 0)) { // the frozen tick's whole sequence, from its start
 		_, err := g.NextID()
 		require.NoError(t, err)
 	}

@@ -15,28 +15,28 @@ func TestRingSlotEncoding(t *testing.T) {
 	t.Parallel()
 	r := newTestRing(4, 3) // 8 sequences per tick
 	tests := []struct {
-		name      string
-		tick      int64
-		seq       uint64
-		wantValue uint64
+		name string
+		tick int64
+		last int64 // the slot holds (tick, last) before the claim; -1 for empty
+		want uint64
 	}{
-		{"tick 0 seq 0 is not the empty slot", 0, 0, 1 << 3},
-		{"tick 0 last seq", 0, 7, 1<<3 | 7},
-		{"tick 5 seq 2", 5, 2, 6<<3 | 2},
+		{"tick 0 at its start is not the empty slot", 0, -1, 1<<3 | r.start(0, 0, 1)},
+		{"tick 0 last seq", 0, 6, 1<<3 | 7},
+		{"tick 5 seq 2", 5, 1, 6<<3 | 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newTestRing(4, 3)
 			slot := &r.slots[uint64(tt.tick)%r.size]
-			if tt.seq > 0 {
-				slot.Store(uint64(tt.tick+1)<<3 | (tt.seq - 1))
+			if tt.last >= 0 {
+				slot.Store(uint64(tt.tick+1)<<3 | uint64(tt.last))
 			}
-			got, seq, n, st := r.claim(tt.tick, 1, open)
+			got, seq, n, st := r.claim(tt.tick, 1, open, 0)
 			require.Equal(t, claimed, st)
 			assert.Equal(t, tt.tick, got, "tick")
-			assert.Equal(t, tt.seq, seq, "sequence")
+			assert.Equal(t, tt.want&7, seq, "sequence")
 			assert.Equal(t, uint64(1), n, "count")
-			assert.Equal(t, tt.wantValue, slot.Load(), "packed slot value")
+			assert.Equal(t, tt.want, slot.Load(), "packed slot value")
 		})
 	}
 	// Packed values order like (tick, sequence) pairs.
@@ -48,9 +48,10 @@ func TestRingSlotEncoding(t *testing.T) {
 func TestRingTickZeroIsNotReissued(t *testing.T) {
 	t.Parallel()
 	r := newTestRing(1, 2)
+	start := r.start(0, 0, 1)
 	var got []uint64
 	for {
-		tick, seq, _, st := r.claim(0, 1, open)
+		tick, seq, _, st := r.claim(0, 1, open, 0)
 		if st != claimed {
 			assert.Equal(t, exhausted, st)
 			break
@@ -58,17 +59,28 @@ func TestRingTickZeroIsNotReissued(t *testing.T) {
 		require.Equal(t, int64(0), tick)
 		got = append(got, seq)
 	}
-	assert.Equal(t, []uint64{0, 1, 2, 3}, got, "each sequence of tick 0 exactly once")
+	assert.Equal(t, seqs(start, 4), got, "each sequence of tick 0 from its start, exactly once")
 }
 
+// seqs returns the sequences from first up to end, exclusive.
+func seqs(first, end uint64) []uint64 {
+	var s []uint64
+	for q := first; q < end; q++ {
+		s = append(s, q)
+	}
+	return s
+}
+
+// TestRingClaimBranches walks claim through its cases. A claimed step must
+// issue its tick's next sequence: the tick's start, computed beforehand,
+// if the step starts it, else one past the tick's last; and as many as the
+// step asked for, up to the end of the tick.
 func TestRingClaimBranches(t *testing.T) {
 	t.Parallel()
 	type step struct {
 		tick     int64
 		n        uint64
 		wantTick int64
-		wantSeq  uint64
-		wantN    uint64
 		want     claimStatus
 	}
 	tests := []struct {
@@ -78,79 +90,87 @@ func TestRingClaimBranches(t *testing.T) {
 		steps []step
 	}{
 		{"fresh then continue", 8, open, []step{
-			{10, 1, 10, 0, 1, claimed},
-			{10, 1, 10, 1, 1, claimed},
+			{10, 1, 10, claimed},
+			{10, 1, 10, claimed},
 		}},
 		{"older slot starts the new tick fresh", 8, open, []step{
-			{2, 1, 2, 0, 1, claimed},
-			{10, 1, 10, 0, 1, claimed}, // 10 ≡ 2 mod 8
+			{2, 1, 2, claimed},
+			{10, 1, 10, claimed}, // 10 ≡ 2 mod 8
 		}},
 		{"step back inside the ring continues the used tick", 8, open, []step{
-			{10, 1, 10, 0, 1, claimed},
-			{11, 1, 11, 0, 1, claimed},
-			{10, 1, 10, 1, 1, claimed},
+			{10, 1, 10, claimed},
+			{11, 1, 11, claimed},
+			{10, 1, 10, claimed},
 		}},
 		{"step back inside the ring to an unused tick starts it", 8, open, []step{
-			{12, 1, 12, 0, 1, claimed},
-			{11, 1, 11, 0, 1, claimed},
+			{12, 1, 12, claimed},
+			{11, 1, 11, claimed},
 		}},
 		{"step back beyond the ring continues the newer tick", 8, open, []step{
-			{18, 1, 18, 0, 1, claimed},
-			{10, 1, 18, 1, 1, claimed},
-			{2, 1, 18, 2, 1, claimed},
+			{18, 1, 18, claimed},
+			{10, 1, 18, claimed},
+			{2, 1, 18, claimed},
 		}},
 		{"exhausted reports the slot's tick", 8, open, []step{
-			{18, 4, 18, 0, 4, claimed},
-			{18, 1, 18, 0, 0, exhausted},
-			{10, 1, 18, 0, 0, exhausted},
+			{18, 8, 18, claimed},
+			{18, 1, 18, exhausted},
+			{10, 1, 18, exhausted},
 		}},
 		{"batch stops at the end of the tick", 8, open, []step{
-			{3, 3, 3, 0, 3, claimed},
-			{3, 3, 3, 3, 1, claimed},
-			{3, 1, 3, 0, 0, exhausted},
+			{3, 4, 3, claimed},
+			{3, 4, 3, claimed},
+			{3, 1, 3, exhausted},
 		}},
 		{"floor refuses ticks at or below it", 8, bounds{floor: 5, ceil: 100}, []step{
-			{5, 1, 5, 0, 0, belowFloor},
-			{6, 1, 6, 0, 1, claimed},
+			{5, 1, 5, belowFloor},
+			{6, 1, 6, claimed},
 		}},
 		{"a newer slot's tick above the floor is used", 4, bounds{floor: 7, ceil: 100}, []step{
-			{8, 1, 8, 0, 1, claimed},
-			{4, 1, 8, 1, 1, claimed},
+			{8, 1, 8, claimed},
+			{4, 1, 8, claimed},
 		}},
 		{"ceiling refuses ticks above it", 8, bounds{floor: -1, ceil: 5}, []step{
-			{6, 1, 6, 0, 0, aboveCeil},
-			{5, 1, 5, 0, 1, claimed},
+			{6, 1, 6, aboveCeil},
+			{5, 1, 5, claimed},
 		}},
 	}
+	const key = 3 << 3
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := newTestRing(tt.size, 2)
+			r := newTestRing(tt.size, 3)
+			next := map[int64]uint64{} // each tick's next sequence, once started
 			for i, s := range tt.steps {
-				tick, seq, n, st := r.claim(s.tick, s.n, tt.b)
+				first, started := next[s.wantTick]
+				if !started {
+					first = r.start(s.wantTick, key, s.n)
+				}
+				tick, seq, n, st := r.claim(s.tick, s.n, tt.b, key)
 				require.Equalf(t, s.want, st, "step %d: claim(%d) status", i, s.tick)
 				assert.Equalf(t, s.wantTick, tick, "step %d: tick", i)
 				if st == claimed {
-					assert.Equalf(t, s.wantSeq, seq, "step %d: sequence", i)
-					assert.Equalf(t, s.wantN, n, "step %d: count", i)
+					assert.Equalf(t, first, seq, "step %d: sequence", i)
+					assert.Equalf(t, min(s.n, 8-first), n, "step %d: count", i)
+					next[tick] = seq + n
 				}
 			}
 		})
 	}
 }
 
-// Many goroutines hammer one slot: every sequence of the tick is issued
-// exactly once and then the slot reports exhausted to everyone.
+// Many goroutines hammer one slot: every sequence of the tick from its start
+// is issued exactly once and then the slot reports exhausted to everyone.
 func TestRingConcurrentClaimsOneSlot(t *testing.T) {
 	t.Parallel()
 	const goroutines, seqBits = 16, 10
 	r := newTestRing(3, seqBits)
+	start := r.start(7, 0, 1) // every claim here asks for 3 at most, far below half the tick
 	results := make([][]uint64, goroutines)
 	var g errgroup.Group
 	for i := range goroutines {
 		g.Go(func() error {
 			for {
-				_, seq, n, st := r.claim(7, uint64(1+i%3), open)
+				_, seq, n, st := r.claim(7, uint64(1+i%3), open, 0)
 				if st != claimed {
 					return nil
 				}
@@ -166,10 +186,7 @@ func TestRingConcurrentClaimsOneSlot(t *testing.T) {
 		all = append(all, r...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	require.Len(t, all, 1<<seqBits, "every sequence issued")
-	for i, s := range all {
-		require.Equal(t, uint64(i), s, "sequence %d issued once", i)
-	}
+	require.Equal(t, seqs(start, 1<<seqBits), all, "every sequence from the tick's start issued once")
 }
 
 // A frozen clock drains the tick and then only ever sees exhausted; the
@@ -177,13 +194,14 @@ func TestRingConcurrentClaimsOneSlot(t *testing.T) {
 func TestRingFrozenClock(t *testing.T) {
 	t.Parallel()
 	r := newTestRing(2, 3)
-	for i := range 8 {
-		_, seq, _, st := r.claim(41, 1, open)
+	start := r.start(41, 0, 1)
+	for i := start; i < 8; i++ {
+		_, seq, _, st := r.claim(41, 1, open, 0)
 		require.Equal(t, claimed, st)
-		require.Equal(t, uint64(i), seq)
+		require.Equal(t, i, seq)
 	}
 	for range 100 {
-		tick, _, _, st := r.claim(41, 1, open)
+		tick, _, _, st := r.claim(41, 1, open, 0)
 		require.Equal(t, exhausted, st)
 		require.Equal(t, int64(41), tick)
 	}
@@ -254,7 +272,7 @@ func TestRingNextServable(t *testing.T) {
 			assert.Equal(t, tt.want, got, "nextServable(%d)", tt.tick)
 			// What it promises: no tick before it can be claimed now.
 			for u := tt.tick + 1; u < got; u++ {
-				_, _, _, st := r.claim(u, 1, open)
+				_, _, _, st := r.claim(u, 1, open, 0)
 				assert.Equal(t, exhausted, st, "tick %d, before %d, should be exhausted", u, got)
 			}
 		})
@@ -303,9 +321,66 @@ func TestRingNextServableWidestSequences(t *testing.T) {
 			assert.Equal(t, tt.want, got, "nextServable(%d)", tt.tick)
 			assert.Greater(t, got, tt.tick, "the servable tick comes after the one exhausted")
 			for u := tt.tick + 1; u < got; u++ {
-				_, _, _, st := r.claim(u, 1, open)
+				_, _, _, st := r.claim(u, 1, open, 0)
 				assert.Equal(t, exhausted, st, "tick %d, before %d, should be exhausted", u, got)
 			}
 		})
 	}
+}
+
+// FuzzRingClaim drives a ring through claims at the ticks of a fuzzed walk,
+// with steps back shorter and longer than the ring, and batches of fuzzed
+// sizes. Each claim must do what its case says: a tick that starts fresh
+// starts below half its sequence space, and low enough to hold again what
+// each recent tick issued; any other claim goes on from the slot's last
+// sequence, or reports the slot exhausted. Across all claims no (tick, sequence) is
+// issued twice, and issued counts exactly what was issued.
+func FuzzRingClaim(f *testing.F) {
+	f.Add(uint8(4), uint8(3), uint16(7), []byte{1, 2, 0, 9, 1, 1, 0xFC, 3, 4, 0, 0x80, 1, 0x7F, 15})
+	f.Add(uint8(0), uint8(0), uint16(0), []byte{0, 0, 0, 0, 1, 0, 0xFF, 0})
+	f.Add(uint8(15), uint8(7), uint16(1023), []byte{1, 200, 1, 255, 1, 100, 0xF0, 1, 0x10, 1})
+	f.Fuzz(func(t *testing.T, size, seqBits uint8, key uint16, steps []byte) {
+		sb := 1 + int(seqBits%8)
+		r := newTestRing(1+int(size%16), sb)
+		k := uint64(key) << uint(sb)
+		tick := int64(1000)
+		seen := make(map[[2]uint64]bool)
+		total := uint64(0)
+		for i := 0; i+1 < len(steps); i += 2 {
+			tick = max(tick+int64(int8(steps[i])), 0)
+			n := 1 + uint64(steps[i+1])%(2<<uint(sb)) // up to two ticks' worth
+			old := r.slot(tick).Load()
+			room := r.seqMask // the highest start that leaves room for each recent tick
+			for back := int64(1); back <= lookBack; back++ {
+				if v := r.slot(tick - back).Load(); v>>uint(sb) == uint64(tick-back+1) {
+					room = min(room, r.seqMask-v&r.seqMask)
+				}
+			}
+			fresh := uint64(tick+1) << uint(sb)
+			tk, seq, got, st := r.claim(tick, n, open, k)
+			switch {
+			case old >= fresh && old&r.seqMask == r.seqMask:
+				require.Equalf(t, exhausted, st, "claim(%d) on a full slot", tick)
+				require.Equal(t, int64(old>>uint(sb))-1, tk, "an exhausted claim names the slot's tick")
+				continue
+			case old >= fresh:
+				require.Equal(t, claimed, st)
+				require.Equal(t, int64(old>>uint(sb))-1, tk, "a slot of this tick or a newer one goes on")
+				require.Equal(t, old&r.seqMask+1, seq, "from the slot's last sequence")
+			default:
+				require.Equal(t, claimed, st)
+				require.Equal(t, tick, tk, "an older or empty slot starts the tick")
+				require.Less(t, seq, r.half, "a fresh tick starts below half its sequence")
+				require.LessOrEqual(t, seq, room, "room for what each recent tick issued")
+				require.Equal(t, min(n, r.seqMask+1), got, "a batch's first claim fits whole, up to the whole tick")
+			}
+			require.Equal(t, min(n, r.seqMask+1-seq), got, "a batch runs to its size or the tick's end")
+			for q := seq; q < seq+got; q++ {
+				require.Falsef(t, seen[[2]uint64{uint64(tk), q}], "(%d, %d) issued twice", tk, q)
+				seen[[2]uint64{uint64(tk), q}] = true
+			}
+			total += got
+			require.Equal(t, total, r.issued(), "issued after claim %d", i/2)
+		}
+	})
 }

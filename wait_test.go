@@ -230,7 +230,7 @@ func TestFrozenClockWaitSleeps(t *testing.T) {
 				return now
 			}))
 			require.NoError(t, err)
-			for range 16 { // the frozen tick's whole sequence
+			for range 16 - g.ring.start(1000, uint64(g.state.Load().part), 1) { // the frozen tick's whole sequence, from its start
 				_, err := g.NextID()
 				require.NoError(t, err)
 			}
@@ -405,10 +405,7 @@ func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
 	}
 	g, err := New(WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(time.Second), WithClock(clock))
 	require.NoError(t, err)
-	for range 4 { // the current tick's whole sequence: the one slot is full
-		_, err := g.NextID()
-		require.NoError(t, err)
-	}
+	fillSlot(t, g) // the current tick's whole sequence, from its start
 	latest := g.latest.Load()
 	back.Store(int64(40 * time.Millisecond))
 	reads.Store(0)
@@ -421,16 +418,23 @@ func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
 	g2, err := New(WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(10*time.Millisecond), WithClock(clock))
 	require.NoError(t, err)
 	back.Store(0)
-	for range 4 {
-		_, err := g2.NextID()
-		require.NoError(t, err)
-	}
+	fillSlot(t, g2)
 	back.Store(int64(500 * time.Millisecond))
 	_, err = g2.NextID()
 	require.ErrorIs(t, err, ErrClockBehind)
 	var ce *ClockError
 	require.ErrorAs(t, err, &ce)
 	assert.Zero(t, ce.Waited, "a wait that cannot end within MaxWait fails at once")
+}
+
+// fillSlot issues from g, a generator with a ring of one slot, until the
+// slot's tick is used up.
+func fillSlot(t *testing.T, g *Generator) {
+	t.Helper()
+	for g.ring.slots[0].Load()&g.ring.seqMask != g.ring.seqMask {
+		_, err := g.NextID()
+		require.NoError(t, err)
+	}
 }
 
 // A caller that read the clock at tick 1000 and was descheduled while

@@ -192,11 +192,22 @@ func TestRegisterAfterTraffic(t *testing.T) {
 			require.ErrorIs(t, err, want)
 		}
 	}
-	issue(10)
-	clk.Set(at(50)) // back 50 ticks
+	// A tick starts its sequence at a spread value, which its first ID
+	// shows: room returns how many IDs a tick holds from there, that ID
+	// included.
+	room := func() int {
+		t.Helper()
+		id, err := g.NextID()
+		require.NoError(t, err)
+		return 16 - int(small.Decompose(id).Sequence)
+	}
+	at100 := room()
+	issue(at100 - 1 - 6) // all but tick 100's last 6
+	clk.Set(at(50))      // back 50 ticks
 	issue(5)
 	clk.Set(at(40)) // further back: the same step back, now 60 ticks
-	issue(16)
+	at40 := room()
+	issue(at40 - 1)                   // the rest of tick 40
 	fail(3, ringflake.ErrClockBehind) // tick 40's spare sequence is used up
 	clk.Set(at(100))
 	issue(6) // the rest of tick 100
@@ -208,8 +219,8 @@ func TestRegisterAfterTraffic(t *testing.T) {
 
 	samples, kinds := collect(t, r)
 	assert.Equal(t, merge(map[string]float64{
-		"ringflake.ids.issued":                 37,
-		"ringflake.spare_ids.issued":           21, // 5 at tick 50, 16 at tick 40
+		"ringflake.ids.issued":                 float64(at100 + 5 + at40),
+		"ringflake.spare_ids.issued":           float64(5 + at40), // 5 at tick 50, and tick 40 from its start
 		"ringflake.clock.step_backs":           1,
 		"ringflake.clock.largest_step_back":    0.06,
 		"ringflake.waits":                      0, // MaxWait 0 never waits
