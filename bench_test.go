@@ -44,7 +44,7 @@ var impls = []impl{
 func newRingflake(b *testing.B, seqBits int) idGen {
 	l := ringflake.DefaultLayout()
 	l.MachineBits, l.SequenceBits = l.MachineBits+l.SequenceBits-seqBits, seqBits
-	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(0))
+	g, err := ringflake.New(b.Context(), ringflake.WithLayout(l), ringflake.WithMachineID(0))
 	if err != nil {
 		b.Fatalf("New(seq=%d) = %v; want no error", seqBits, err)
 	}
@@ -196,7 +196,7 @@ func BenchmarkOverload(b *testing.B) {
 	for _, design := range []string{"rounds", "solo"} {
 		for _, callers := range []int{32, 256} {
 			b.Run(fmt.Sprintf("design=%s/callers=%d", design, callers), func(b *testing.B) {
-				g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(100*time.Millisecond))
+				g, err := ringflake.New(b.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(100*time.Millisecond))
 				if err != nil {
 					b.Fatal(err)
 				}

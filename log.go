@@ -41,6 +41,7 @@ const (
 	logLeaseRegained
 	logMarkWait
 	logLayoutEnds
+	logReleaseFailed
 	logKinds
 )
 
@@ -51,6 +52,7 @@ var logMessages = [logKinds]string{
 	logLeaseRegained: "ringflake: machine ID lease regained",
 	logMarkWait:      "ringflake: waiting for the clock to pass the mark the machine ID's lease inherited",
 	logLayoutEnds:    "ringflake: the layout's range ends within a year; IDs fail with ErrTimeOverflow from then on",
+	logReleaseFailed: "ringflake: releasing the machine ID's lease failed after New gave up on it",
 }
 
 // logger sends rate-limited records; nil without WithLogger.

@@ -11,7 +11,7 @@ import (
 // must not move the step-back mark back and count the same step again.
 func TestStepBackMarkOnlyMovesUp(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithMachineID(1))
+	g, err := New(t.Context(), WithMachineID(1))
 	require.NoError(t, err)
 	g.noteStepBack(100, 50)
 	g.noteStepBack(90, 50) // a stale latest
