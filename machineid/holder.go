@@ -44,12 +44,15 @@ type Holder struct {
 	last     *session    // the last session released, for a second Release
 	expiry   *time.Timer // fires at deadline; written once by NewHolder
 
+	// pending are the changes of lease the watchers have yet to hear of,
+	// oldest first; guarded by mu, appended by setLocked.
+	pending []Lease
+
 	wmu      sync.Mutex // serializes deliveries to watchers; protects watchers and nextW
 	watchers map[int]func(Lease)
 	nextW    int
 
-	nmu        sync.Mutex // protects pending and delivering
-	pending    bool       // a change that the deliverer has yet to tell
+	nmu        sync.Mutex // protects delivering
 	delivering bool       // the deliverer runs
 }
 
@@ -159,6 +162,18 @@ func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 	if id, held, err := h.ready(ctx); held || err != nil {
 		return id, err
 	}
+	id, err := h.takeInTurn(ctx)
+	// The watchers hear of what came of it before MachineID returns: a
+	// generator that watches after MachineID sees the lease at once, and
+	// its other watchers as soon. The turn is given back first, so that a
+	// slow watcher delays no renewal.
+	h.tell()
+	return id, err
+}
+
+// takeInTurn takes a lease in its turn, or returns the one a call in flight
+// took meanwhile.
+func (h *Holder) takeInTurn(ctx context.Context) (int64, error) {
 	select {
 	case h.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -371,16 +386,17 @@ func (h *Holder) Lease() Lease {
 
 // Watch calls fn with the current lease before returning, and again after
 // every change (taken, renewed with a later mark, lost with its cause,
-// released) until stop is called. Calls to fn do not overlap, and each
-// gets the lease as it is at that moment, so a watcher always ends with the
-// latest state, though it may hear of one state twice. The changes are
-// told on a goroutine of their own, never the renewer's, so a slow fn
-// delays the next change's telling but no renewal; Release tells its own
-// before it returns. fn must not call Watch, stop or Release. stop is safe
-// to call more than once.
+// released) until stop is called. Calls to fn do not overlap, and come in
+// the order of the changes; renewals not yet told when a later one comes
+// are told as that one. A watcher may hear of one state twice. The changes
+// are told on a goroutine of their own, never the renewer's, so a slow fn
+// delays the telling of later changes but no renewal; MachineID and
+// Release tell theirs before they return. fn must not call Watch, stop or
+// Release. stop is safe to call more than once.
 func (h *Holder) Watch(fn func(Lease)) (stop func()) {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
+	h.drainLocked() // the watchers there hear of the past, so that fn hears only of what follows
 	n := h.nextW
 	h.nextW++
 	h.watchers[n] = fn
@@ -395,14 +411,12 @@ func (h *Holder) Watch(fn func(Lease)) (stop func()) {
 	}
 }
 
-// notify has the watchers told of the current lease, on the deliverer's
+// notify has the watchers told of the pending changes on the deliverer's
 // goroutine, so that the caller, the renewer or the expiry timer, never
 // waits on a watcher: a slow log handler must not delay a renewal until the
-// lease is lost. Changes made while the deliverer tells one coalesce into
-// one more telling, of the lease as it is then.
+// lease is lost.
 func (h *Holder) notify() {
 	h.nmu.Lock()
-	h.pending = true
 	start := !h.delivering
 	h.delivering = true
 	h.nmu.Unlock()
@@ -411,36 +425,53 @@ func (h *Holder) notify() {
 	}
 }
 
-// deliver tells the watchers of the lease until no change is pending.
+// deliver tells the watchers of the pending changes until none is left.
 //
-// Invariant: at most one deliverer runs, and a change is never left
-// untold. notify sets pending and starts a deliverer only if none runs;
-// the deliverer clears pending before each telling and stops only under
-// nmu, having seen pending false, so a notify either finds it running and
-// pending set for its next round, or finds none and starts one.
+// Invariant: at most one deliverer runs, and no change is left untold.
+// notify starts a deliverer only if none runs; the deliverer stops only
+// when, under nmu, it finds nothing pending. A change is queued before its
+// notify, so a notify that finds the deliverer running finds it before
+// that check, which then sees the change; one that finds none starts one.
 func (h *Holder) deliver() {
 	for {
+		h.tell()
 		h.nmu.Lock()
-		if !h.pending {
+		h.mu.Lock()
+		done := len(h.pending) == 0
+		h.mu.Unlock()
+		if done {
 			h.delivering = false
 			h.nmu.Unlock()
 			return
 		}
-		h.pending = false
 		h.nmu.Unlock()
-		h.tell()
 	}
 }
 
-// tell delivers the current lease to every watcher, on the caller's
-// goroutine. The lease is read under wmu, so watchers hear of states in
-// the order they came about, whoever tells them.
+// tell delivers the pending changes to every watcher, on the caller's
+// goroutine.
 func (h *Holder) tell() {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
-	lease := h.Lease()
-	for _, fn := range h.watchers {
-		fn(lease)
+	h.drainLocked()
+}
+
+// drainLocked delivers the pending changes, oldest first. The caller holds
+// wmu, so that watchers hear of the changes in the order they came about,
+// whoever tells them.
+func (h *Holder) drainLocked() {
+	for {
+		h.mu.Lock()
+		if len(h.pending) == 0 {
+			h.mu.Unlock()
+			return
+		}
+		l := h.pending[0]
+		h.pending = h.pending[1:]
+		h.mu.Unlock()
+		for _, fn := range h.watchers {
+			fn(l)
+		}
 	}
 }
 

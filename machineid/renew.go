@@ -270,14 +270,36 @@ func (h *Holder) obtain(ctx context.Context, s *session, timeout time.Duration) 
 }
 
 // setLocked replaces the lease and reports whether watchers must hear of
-// it. Errors compare by message: a retry that fails the same way is no
-// news, and one that fails another way is. The caller holds h.mu.
+// it, queueing it for them if so. Errors compare by message: a retry that
+// fails the same way is no news, and one that fails another way is. A
+// change that only moves Until, or the cause of a loss, replaces one still
+// queued of the same holding and standing, so that the queue holds few
+// more changes than there are losses and takes. The caller holds h.mu.
 func (h *Holder) setLocked(next Lease) bool {
 	old := h.lease
 	h.lease = next
-	return old.ID != next.ID || old.Held != next.Held ||
-		!old.After.Equal(next.After) || !old.Until.Equal(next.Until) ||
-		errText(old.Err) != errText(next.Err)
+	if !differs(old, next) {
+		return false
+	}
+	if n := len(h.pending); n > 0 && sameStanding(h.pending[n-1], next) {
+		h.pending[n-1] = next
+	} else {
+		h.pending = append(h.pending, next)
+	}
+	return true
+}
+
+// sameStanding reports whether a and b are the same holding, held or not
+// alike.
+func sameStanding(a, b Lease) bool {
+	return a.ID == b.ID && a.Held == b.Held && a.After.Equal(b.After)
+}
+
+// differs reports whether a and b are news to each other.
+func differs(a, b Lease) bool {
+	return a.ID != b.ID || a.Held != b.Held ||
+		!a.After.Equal(b.After) || !a.Until.Equal(b.Until) ||
+		errText(a.Err) != errText(b.Err)
 }
 
 func errText(err error) string {
