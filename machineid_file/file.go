@@ -24,7 +24,7 @@ var limits = machineid.Limits{Name: "machineid_file", MaxIDs: 1 << 16}
 // maxAhead is how far ahead of the clock a mark may be before Take refuses
 // it. A mark is written at most a TTL (at most an hour) ahead of the
 // writer's clock; one further ahead than a day means a clock set far wrong,
-// here or where it was written, and no acquire timeout waits that out.
+// here or where it was written, and no New waits that out.
 const maxAhead = 24 * time.Hour
 
 // settings are the store's own options.

@@ -269,7 +269,7 @@ func TestTwinProcess(t *testing.T) {
 	b := start(t, "file", dir, 4, 4, 0)
 	<-b.done
 	err := b.cmd.Wait()
-	assert.Less(t, time.Since(began), 20*time.Second, "refused at once, not after the acquire timeout")
+	assert.Less(t, time.Since(began), 20*time.Second, "refused at once, not after New's bound")
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the twin exits non-zero")
 	msg := b.errText()
