@@ -672,7 +672,7 @@ func TestNewFailsAtOnceWithoutAnnouncingAWait(t *testing.T) {
 	assert.Equal(t, 1, f.closeCount(), "the lease is released")
 }
 
-// A mark further ahead than the acquire timeout fails New at once with
+// A mark further ahead than New's deadline fails New at once with
 // ErrMarkAhead and the figures, and releases the lease.
 func TestNewFailsOnAMarkBeyondTheTimeout(t *testing.T) {
 	t.Parallel()
