@@ -21,7 +21,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 		// ParseID does.
 		if _, num, ok := strings.Cut(err.Error(), "flag provided but not defined: "); ok && isDecimal(num) {
 			if _, perr := ringflake.ParseID(num); perr != nil {
-				return usageError("decode: %s", strings.TrimPrefix(perr.Error(), "ringflake: "))
+				return fmt.Errorf("%w: %w", errUsage, inContext("decode", perr))
 			}
 		}
 		return err

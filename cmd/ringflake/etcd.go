@@ -36,7 +36,7 @@ func etcdLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 	if c.skew != 0 {
 		return nil, nil, errNoSkew("etcd")
 	}
-	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin), machineid.WithClock(c.clock)}
+	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin)}
 	if q.Has("prefix") {
 		opts = append(opts, me.WithPrefix(q.Get("prefix")))
 	}

@@ -38,7 +38,7 @@ func k8sLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 	case c.skew != 0:
 		return nil, nil, errNoSkew("k8s")
 	}
-	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin), machineid.WithClock(c.clock)}
+	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin)}
 	for k, v := range u.Query() {
 		with, ok := k8sParams[k]
 		if !ok {

@@ -78,11 +78,11 @@ func (l *leaseFlags) parseRange() (lo, hi int64, err error) {
 	return lo, hi, nil
 }
 
-// leaseConfig is what a backend gets besides its URL.
+// leaseConfig is what a backend gets besides its URL. The generator hands
+// the Holder its clock.
 type leaseConfig struct {
-	lo, hi            int64            // the machine IDs it may hand out; hi < 0 means the backend's default
-	ttl, margin, skew time.Duration    // 0 means the backend's default
-	clock             func() time.Time // the generator's clock; nil means the wall clock
+	lo, hi            int64         // the machine IDs it may hand out; hi < 0 means the backend's default
+	ttl, margin, skew time.Duration // 0 means the backend's default
 }
 
 // A backend makes the Leaser that a --lease URL names, and a func that
@@ -133,29 +133,30 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 
 // leaser makes the Leaser the flags describe, and returns with it a func
 // that closes its connection and the URL without its password, for
-// messages. maxMachine is the largest ID the lease may hand out, the
-// layout's largest machine ID or, with a datacenter split (split), its
-// largest worker, which is then the default range's top; clock, if not
-// nil, is the generator's clock.
-func (l *leaseFlags) leaser(maxMachine int64, split bool, clock func() time.Time) (_ machineid.Leaser, done func(), name string, _ error) {
+// messages. The lease hands out machine IDs base..base+maxMachine: the
+// layout's (base 0), or, with a datacenter split (split), the datacenter's
+// (Layout.Workers), the default range then, of which --machine-range
+// names the workers.
+func (l *leaseFlags) leaser(base, maxMachine int64, split bool) (_ machineid.Leaser, done func(), name string, _ error) {
 	u, err := l.parsed()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew, clock: clock}
+	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew}
 	what := "machine IDs"
 	if split {
-		c.hi, what = maxMachine, "workers in a datacenter"
+		c.lo, c.hi, what = base, base+maxMachine, "workers in a datacenter"
 	}
 	if l.rng != "" {
-		c.lo, c.hi, _ = l.parseRange()
-		if c.hi > maxMachine {
+		lo, hi, _ := l.parseRange()
+		if hi > maxMachine {
 			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's %s are 0..%d", l.cmd, l.rng, what, maxMachine)
 		}
+		c.lo, c.hi = base+lo, base+hi
 	}
 	leaser, done, err := backends[u.Scheme](u, c)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("%w: %s: lease %s: %w", errUsage, l.cmd, u.Redacted(), err)
+		return nil, nil, "", fmt.Errorf("%w: %w", errUsage, inContext(fmt.Sprintf("%s: lease %s", l.cmd, u.Redacted()), err))
 	}
 	return leaser, done, u.Redacted(), nil
 }

@@ -31,7 +31,7 @@ func postgresLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) 
 		return nil, nil, errNoSkew("PostgreSQL")
 	}
 	q := u.Query()
-	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin), machineid.WithClock(c.clock)}
+	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin)}
 	table := q.Get("table")
 	if q.Has("table") {
 		opts = append(opts, mp.WithTable(table))

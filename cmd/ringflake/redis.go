@@ -25,7 +25,7 @@ func redisLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 	q := u.Query()
 	opts := []machineid.Option{
 		mr.WithPrefix(q.Get("prefix")), machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin),
-		mr.WithMaxClockSkew(c.skew), machineid.WithClock(c.clock),
+		mr.WithMaxClockSkew(c.skew),
 	}
 	if c.hi >= 0 {
 		opts = append(opts, machineid.WithRange(c.lo, c.hi))

@@ -49,8 +49,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.rollback, "rollback", 500*time.Millisecond, "how far the clock steps back, one third into the run")
 	fs.Var(&rate, "rate", "requests per second to each generator, N/s")
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long the load runs")
-	fs.IntVar(&c.ring, "ring", defaultRing, "ringflake's ring size in slots (1 ms each)")
-	fs.DurationVar(&c.maxWait, "max-wait", defaultMaxWait, "how long one call may wait, for both generators")
+	fs.IntVar(&c.ring, "ring", defaultRing, "ringflake's ring size in slots (1 ms each); 0 means the default")
+	fs.DurationVar(&c.maxWait, "max-wait", defaultMaxWait, "how long one call may wait, for both generators; 0 means the default, negative never to wait")
 	svg := fs.String("svg", "", "also write the timeline as an SVG chart to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: ringflake simulate [--rollback D] [--rate N/s] [--duration D] [--ring N] [--max-wait D] [--svg FILE]")
@@ -62,6 +62,17 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	c.rate = float64(rate)
 	c.stepAt = c.duration / 3
+	// Zero means the default, as for the library's options; from here on a
+	// maxWait of 0 means never to wait.
+	if c.ring == 0 {
+		c.ring = defaultRing
+	}
+	switch {
+	case c.maxWait == 0:
+		c.maxWait = defaultMaxWait
+	case c.maxWait < 0:
+		c.maxWait = 0
+	}
 	if err := checkSim(fs, c); err != nil {
 		return err
 	}
@@ -144,8 +155,6 @@ func checkSim(fs *flag.FlagSet, c simConfig) error {
 		return usageError("simulate: --duration = %v; want more than 0 and at most %v", c.duration, maxSimDuration)
 	case c.ring < 1 || c.ring > maxRing:
 		return usageError("simulate: --ring = %d; want 1..%d", c.ring, maxRing)
-	case c.maxWait < 0:
-		return usageError("simulate: --max-wait = %v; want 0 or more", c.maxWait)
 	case c.rate*c.duration.Seconds() > maxSimRequests:
 		return usageError("simulate: --rate × --duration = %.0f requests; want at most %d", c.rate*c.duration.Seconds(), maxSimRequests)
 	case c.requests() < 1:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -176,8 +177,12 @@ func simulate(c simConfig) ([]laneResult, error) {
 		return &simClock{base: base, stepAt: c.stepAt, rollback: c.rollback, tick: time.Millisecond, pace: p}
 	}
 	rc, sc := newClock(), newClock()
-	rg, err := ringflake.New(ringflake.WithClock(rc.Now), ringflake.WithRingSize(c.ring),
-		ringflake.WithMaxWait(c.maxWait), ringflake.WithMachineID(1))
+	maxWait := c.maxWait
+	if maxWait == 0 {
+		maxWait = -1 // never wait: the library's 0 is its default
+	}
+	rg, err := ringflake.New(context.Background(), ringflake.WithClock(rc.Now), ringflake.WithRingSize(c.ring),
+		ringflake.WithMaxWait(maxWait), ringflake.WithMachineID(1))
 	if err != nil {
 		return nil, err
 	}
