@@ -306,7 +306,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 	var none context.Context
-	_, err := ringflake.New(none, ringflake.WithMachineID(1)) //nolint:staticcheck // a nil context on purpose
+	_, err := ringflake.New(none, ringflake.WithMachineID(1))
 	require.ErrorIs(t, err, ringflake.ErrInvalidConfig, "a nil context")
 	assert.Contains(t, err.Error(), "New's context is nil")
 }

@@ -163,17 +163,8 @@ func (g *Generator) acquire(ctx context.Context, b bound, src machineid.Source, 
 		id, err := src.MachineID(ctx)
 		a = answer{id: id, err: err}
 	}()
-	select {
-	case a := <-got:
+	if a, ok := untilGrace(ctx, got); ok {
 		return a.id, a.err
-	case <-ctx.Done():
-	}
-	grace := time.NewTimer(acquireGrace)
-	defer grace.Stop()
-	select {
-	case a := <-got:
-		return a.id, a.err
-	case <-grace.C:
 	}
 	if c != nil {
 		a := c.abandon()
@@ -206,7 +197,7 @@ func sourcePanicked(src machineid.Source, p any) error {
 func (g *Generator) giveUp(ctx context.Context, c *leaserClaim, issued time.Time, err error) error {
 	done := make(chan error, 1)
 	go func() { done <- c.l.Release(issued) }()
-	if rerr, ok := within(ctx, done); ok {
+	if rerr, ok := untilGrace(ctx, done); ok {
 		c.drop()
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("releasing the machine ID's lease: %w", rerr))
@@ -221,21 +212,22 @@ func (g *Generator) giveUp(ctx context.Context, c *leaserClaim, issued time.Time
 	return err
 }
 
-// within waits for done until ctx ends and acquireGrace past that, and
-// reports what came and whether it came.
-func within(ctx context.Context, done <-chan error) (error, bool) {
+// untilGrace waits for a value on ch until ctx ends and acquireGrace past
+// that, and reports what came and whether it came.
+func untilGrace[T any](ctx context.Context, ch <-chan T) (T, bool) {
 	select {
-	case err := <-done:
-		return err, true
+	case v := <-ch:
+		return v, true
 	case <-ctx.Done():
 	}
 	grace := time.NewTimer(acquireGrace)
 	defer grace.Stop()
 	select {
-	case err := <-done:
-		return err, true
+	case v := <-ch:
+		return v, true
 	case <-grace.C:
-		return nil, false
+		var zero T
+		return zero, false
 	}
 }
 
