@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/idtext"
 )
 
 // runBounds prints the smallest ID whose time is at or after FROM and the
@@ -46,16 +47,16 @@ func runBounds(args []string, stdout, stderr io.Writer) error {
 
 // parseInstant reads an RFC 3339 time or a count of Unix milliseconds.
 func parseInstant(s string) (time.Time, error) {
-	if isDecimal(s) {
+	if idtext.IsDecimal(s) {
 		ms, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%s: Unix milliseconds out of range", quoteCut(s))
+			return time.Time{}, fmt.Errorf("%s: Unix milliseconds out of range", idtext.Quote(s))
 		}
 		return time.UnixMilli(ms).UTC(), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s is neither RFC 3339 (2026-11-24T10:00:00Z) nor Unix milliseconds", quoteCut(s))
+		return time.Time{}, fmt.Errorf("%s is neither RFC 3339 (2026-11-24T10:00:00Z) nor Unix milliseconds", idtext.Quote(s))
 	}
 	return t, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/idtext"
 )
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
@@ -19,7 +20,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		// "decode -5" is a negative ID, not an unknown flag -5: say so as
 		// ParseID does.
-		if _, num, ok := strings.Cut(err.Error(), "flag provided but not defined: "); ok && isDecimal(num) {
+		if _, num, ok := strings.Cut(err.Error(), "flag provided but not defined: "); ok && idtext.IsDecimal(num) {
 			if _, perr := ringflake.ParseID(num); perr != nil {
 				return fmt.Errorf("%w: %w", errUsage, inContext("decode", perr))
 			}
@@ -30,7 +31,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	parse, ok := idParsers[*format]
+	parse, ok := idtext.Parser(*format)
 	if !ok {
 		return usageError("decode: --format = %q; want auto, decimal, base32 or base58", *format)
 	}
@@ -41,7 +42,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	for _, a := range fs.Args() {
 		id, err := parse(a)
 		if err != nil {
-			return usageError("decode: %s", strings.TrimPrefix(err.Error(), "ringflake: "))
+			return fmt.Errorf("%w: %w", errUsage, inContext("decode", err))
 		}
 		ids = append(ids, id)
 	}
@@ -55,33 +56,4 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "\tsequence=%d\tticks=%d\n", p.Sequence, p.Ticks)
 	}
 	return w.Flush()
-}
-
-// idParsers maps decode's --format values to parsers.
-var idParsers = map[string]func(string) (ringflake.ID, error){
-	"auto":    parseAnyID,
-	"decimal": ringflake.ParseID,
-	"base32":  ringflake.ParseBase32,
-	"base58":  ringflake.ParseBase58,
-}
-
-// parseAnyID reads an ID in the forms that cannot be mistaken: decimal if
-// it is all digits, Base32 if it has 13 characters. Base58 needs --format
-// base58: almost any short word is valid Base58, so in auto mode a typo
-// would decode to some ID instead of failing.
-func parseAnyID(s string) (ringflake.ID, error) {
-	switch {
-	case isDecimal(s):
-		return ringflake.ParseID(s)
-	case len(s) == 13: // the width of every Base32 ID
-		return ringflake.ParseBase32(s)
-	}
-	return 0, fmt.Errorf("%s is neither decimal nor 13-character base32; for a base58 ID give --format base58", quoteCut(s))
-}
-
-func isDecimal(s string) bool {
-	if len(s) > 0 && s[0] == '-' {
-		s = s[1:]
-	}
-	return s != "" && strings.Trim(s, "0123456789") == ""
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/store"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -78,38 +79,8 @@ func (l *leaseFlags) parseRange() (lo, hi int64, err error) {
 	return lo, hi, nil
 }
 
-// leaseConfig is what a backend gets besides its URL. The generator hands
-// the Holder its clock.
-type leaseConfig struct {
-	lo, hi            int64         // the machine IDs it may hand out; hi < 0 means the backend's default
-	ttl, margin, skew time.Duration // 0 means the backend's default
-}
-
-// A backend makes the Leaser that a --lease URL names, and a func that
-// closes its connection. Errors in the URL or the settings are usage
-// errors; it does not contact the store, the generator does.
-type backend func(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error)
-
-// backends maps each --lease scheme to its backend. A store plugs in here,
-// with one function.
-var backends = map[string]backend{
-	"redis":      redisLease,
-	"rediss":     redisLease,
-	"etcd":       etcdLease,
-	"k8s":        k8sLease,
-	"postgres":   postgresLease,
-	"postgresql": postgresLease,
-}
-
 // schemes lists the supported schemes, for messages.
-func schemes() string {
-	s := make([]string, 0, len(backends))
-	for k := range backends {
-		s = append(s, k)
-	}
-	slices.Sort(s)
-	return strings.Join(s, ", ")
-}
+func schemes() string { return strings.Join(store.Schemes(), ", ") }
 
 // parsed returns the --lease URL, or a usage error that does not repeat
 // it: it may hold a password.
@@ -125,7 +96,7 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 	switch {
 	case err != nil:
 		return nil, usageError("%s: --lease is not a valid URL: %v", l.cmd, err)
-	case backends[u.Scheme] == nil:
+	case !slices.Contains(store.Schemes(), u.Scheme):
 		return nil, usageError("%s: --lease: unsupported scheme %q; supported: %s", l.cmd, u.Scheme, schemes())
 	}
 	return u, nil
@@ -142,19 +113,19 @@ func (l *leaseFlags) leaser(base, maxMachine int64, split bool) (_ machineid.Lea
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c := leaseConfig{hi: -1, ttl: l.ttl, margin: l.margin, skew: l.skew}
+	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, Skew: l.skew}
 	what := "machine IDs"
 	if split {
-		c.lo, c.hi, what = base, base+maxMachine, "workers in a datacenter"
+		c.Lo, c.Hi, what = base, base+maxMachine, "workers in a datacenter"
 	}
 	if l.rng != "" {
 		lo, hi, _ := l.parseRange()
 		if hi > maxMachine {
 			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's %s are 0..%d", l.cmd, l.rng, what, maxMachine)
 		}
-		c.lo, c.hi = base+lo, base+hi
+		c.Lo, c.Hi = base+lo, base+hi
 	}
-	leaser, done, err := backends[u.Scheme](u, c)
+	leaser, done, err := store.Open(u, c)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("%w: %w", errUsage, inContext(fmt.Sprintf("%s: lease %s", l.cmd, u.Redacted()), err))
 	}

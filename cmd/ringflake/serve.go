@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/serve"
 )
 
 // serveFlags holds the parsed flags of "ringflake serve".
@@ -39,7 +41,7 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", defaultAddr, "listen on `HOST:PORT`; the default is loopback only, as the API has no authentication (:8080 for every interface; port 0 for any free one)")
-	fs.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, fmt.Sprintf("the most IDs one /v1/ids request may ask for, `N` in 1..%d", maxMaxBatch))
+	fs.IntVar(&f.maxBatch, "max-batch", serve.DefaultMaxBatch, fmt.Sprintf("the most IDs one /v1/ids request may ask for, `N` in 1..%d", serve.MaxBatchLimit))
 	fs.DurationVar(&f.readTimeout, "read-timeout", 5*time.Second, "a connection's request, header included, must arrive within `D`")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", 10*time.Second, "an answer must be written within `D` of its request's header; more than --max-wait")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "close a kept-alive connection idle for `D`")
@@ -52,8 +54,8 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	switch {
 	case fs.NArg() > 0:
 		return f, usageError("serve: unexpected argument %q", fs.Arg(0))
-	case f.maxBatch < 1 || f.maxBatch > maxMaxBatch:
-		return f, usageError("serve: --max-batch = %d; want 1..%d", f.maxBatch, maxMaxBatch)
+	case f.maxBatch < 1 || f.maxBatch > serve.MaxBatchLimit:
+		return f, usageError("serve: --max-batch = %d; want 1..%d", f.maxBatch, serve.MaxBatchLimit)
 	case f.logFormat != "text" && f.logFormat != "json":
 		return f, usageError("serve: --log-format = %q; want text or json", f.logFormat)
 	case f.readTimeout <= 0 || f.idleTimeout <= 0 || f.shutdownTimeout <= 0:
@@ -110,7 +112,7 @@ func runServe(args []string, stderr io.Writer) error {
 		p.out.done()
 		return fmt.Errorf("serve: %w", err)
 	}
-	svc := newService(nil, serviceConfig{maxBatch: f.maxBatch, layout: f.layout(), starting: st.reason})
+	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.reason})
 	srv := &http.Server{
 		Handler:           svc,
 		ReadHeaderTimeout: f.readTimeout,
@@ -121,7 +123,7 @@ func runServe(args []string, stderr io.Writer) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(jsonErrors{ln}) }()
+	go func() { served <- srv.Serve(serve.JSONErrors(ln)) }()
 	log.Info("ringflake: listening", "addr", ln.Addr().String(), "source", f.sourceName())
 
 	began := time.Now()
@@ -145,7 +147,7 @@ func runServe(args []string, stderr io.Writer) error {
 	}
 	defer g.done()
 	defer g.Close() // a no-op after shutdown's Close
-	svc.ready(g.Generator)
+	svc.Ready(g.Generator)
 	log.Info("ringflake: serving", "addr", ln.Addr().String(), "machine", g.Lease().ID, "source", g.source, "max_batch", f.maxBatch)
 
 	select {

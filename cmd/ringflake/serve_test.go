@@ -122,6 +122,13 @@ func (s *server) stop(t *testing.T, sig syscall.Signal) int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
+// readyz is /readyz's answer, as a client reads it.
+type readyz struct {
+	Ready   bool   `json:"ready"`
+	Machine int64  `json:"machine"`
+	Reason  string `json:"reason"`
+}
+
 // reply is one HTTP answer, read in full.
 type reply struct {
 	code   int
@@ -261,7 +268,7 @@ func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 	assert.Equal(t, 200, r.code, "/healthz from the moment the port is open")
 	r = mustGet(t, s.addr, "/readyz")
 	require.Equal(t, 503, r.code, "not ready while New waits out the fresh Redis's floor; body %s", r.body)
-	var ready readiness
+	var ready readyz
 	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
 	assert.Regexp(t, `^(acquiring the machine ID from the lease redis://127\.0\.0\.1:\d+|starting with machine ID 0 from the lease redis://127\.0\.0\.1:\d+, once the clock has passed the mark it inherited, .*)$`, ready.Reason)
 	r = mustGet(t, s.addr, "/v1/id")
@@ -340,7 +347,7 @@ func TestServeLeaseLost(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(r.body, "lease lost"), "said once: %s", r.body)
 	r = mustGet(t, s.addr, "/readyz")
 	assert.Equal(t, 503, r.code)
-	var ready readiness
+	var ready readyz
 	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
 	assert.False(t, ready.Ready)
 	assert.Contains(t, ready.Reason, "machineid: lease lost: ")

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -14,21 +14,21 @@ import (
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
-// redisParams are the query parameters of a redis:// URL that this command
+// redisParams are the query parameters of a redis:// URL that ringflake
 // reads; the others are go-redis's.
 var redisParams = []string{"prefix", "mode", "host"}
 
 // redisLease is the backend of redis:// and rediss:// URLs: go-redis's URL
 // format, a Cluster when addr= names more nodes, and the query parameters
 // prefix, mode (lease or host) and host.
-func redisLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
+func redisLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	q := u.Query()
 	opts := []machineid.Option{
-		mr.WithPrefix(q.Get("prefix")), machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin),
-		mr.WithMaxClockSkew(c.skew),
+		mr.WithPrefix(q.Get("prefix")), machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin),
+		mr.WithMaxClockSkew(c.Skew),
 	}
-	if c.hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.lo, c.hi))
+	if c.Hi >= 0 {
+		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
 	}
 	switch mode := q.Get("mode"); {
 	case mode == "host":
@@ -55,7 +55,7 @@ func redisLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 	return svc, func() { _ = client.Close() }, nil
 }
 
-// redisClient makes a go-redis client from u, without this command's query
+// redisClient makes a go-redis client from u, without ringflake's query
 // parameters: a ClusterClient if u names more nodes with addr=, else a
 // Client. Unless u says otherwise, it gives up dialling after a second and
 // retries a command once, so that an unreachable server is reported soon.

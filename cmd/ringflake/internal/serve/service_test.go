@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -28,12 +28,12 @@ var start = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 // newTestService returns a service over a generator of machine ID 3 on
 // clock, closed when the test ends.
-func newTestService(t *testing.T, clock *fakeclock.Clock, opts ...ringflake.Option) (*service, *ringflake.Generator) {
+func newTestService(t *testing.T, clock *fakeclock.Clock, opts ...ringflake.Option) (*Service, *ringflake.Generator) {
 	t.Helper()
 	g, err := ringflake.New(t.Context(), append([]ringflake.Option{ringflake.WithMachineID(3), ringflake.WithClock(clock.Now)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })
-	return newService(g, serviceConfig{}), g
+	return New(g, Config{}), g
 }
 
 // request sends one request to h in process and returns the response.
@@ -320,7 +320,7 @@ func TestServiceReadyFollowsTheLease(t *testing.T) {
 	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(leaser), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
-	svc := newService(g, serviceConfig{})
+	svc := New(g, Config{})
 	steps := []struct {
 		name   string
 		lease  machineid.Lease
@@ -388,14 +388,14 @@ func FuzzServiceRequest(f *testing.F) {
 
 // newFuzzService returns a service over a generator on a clock that moves
 // 1ms a reading, so that no request waits.
-func newFuzzService(f *testing.F) (*service, *ringflake.Generator) {
+func newFuzzService(f *testing.F) (*Service, *ringflake.Generator) {
 	clock := fakeclock.NewTicker(start, time.Millisecond)
 	g, err := ringflake.New(f.Context(), ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = g.Close() })
-	return newService(g, serviceConfig{}), g
+	return New(g, Config{}), g
 }
 
 // HEAD works wherever GET does: the same status and headers, no body.
@@ -437,7 +437,7 @@ func TestServiceUncleanPaths(t *testing.T) {
 func TestServiceBeforeReady(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(start)
-	svc := newService(nil, serviceConfig{starting: func() string { return "acquiring the machine ID from the lease redis://x" }})
+	svc := New(nil, Config{Starting: func() string { return "acquiring the machine ID from the lease redis://x" }})
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/healthz").Code)
 	w := request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
@@ -454,7 +454,7 @@ func TestServiceBeforeReady(t *testing.T) {
 	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
 	require.NoError(t, err)
 	defer g.Close()
-	svc.ready(g)
+	svc.Ready(g)
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/readyz").Code)
 	assert.Len(t, idsOf(t, request(svc, "GET", "/v1/id"), "/v1/id"), 1)
 	assert.Contains(t, request(svc, "GET", "/metrics").Body.String(), "\nringflake_ids_issued_total 1\n")
@@ -480,7 +480,7 @@ func TestServiceDecodeForms(t *testing.T) {
 		{"/v1/decode/" + id.String(), split, `{"id":"382862780006428673","time":"2026-11-22T12:00:00Z","machine":7,"datacenter":0,"worker":7,"sequence":1}`},
 	}
 	for _, tt := range tests {
-		svc := newService(nil, serviceConfig{layout: tt.layout})
+		svc := New(nil, Config{Layout: tt.layout})
 		w := request(svc, "GET", tt.target)
 		assert.Equal(t, http.StatusOK, w.Code, "%s: body %s", tt.target, w.Body)
 		assert.JSONEq(t, tt.want, w.Body.String(), tt.target)

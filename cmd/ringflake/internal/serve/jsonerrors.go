@@ -1,10 +1,16 @@
-package main
+package serve
 
 import (
 	"encoding/json"
 	"net"
 	"strings"
 )
+
+// JSONErrors returns ln with its connections wrapped: net/http's own error
+// answers, which it writes before any handler runs (a 431 for a header
+// over MaxHeaderBytes, a 400 for a malformed request), are turned into
+// JSON like the service's: {"error":"431 Request Header Fields Too Large"}.
+func JSONErrors(ln net.Listener) net.Listener { return jsonErrors{ln} }
 
 // jsonErrors is a listener whose connections turn net/http's own error
 // answers, which it writes before any handler runs (a 431 for a header

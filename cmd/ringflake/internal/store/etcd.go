@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const dialTimeout = time.Second
 // etcd://host:port[,host:port...][?prefix=P], one client over every
 // endpoint. etcd keeps no clock the holders read, so --max-clock-skew has
 // nothing to apply to and is refused.
-func etcdLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
+func etcdLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	endpoints, err := etcdEndpoints(u)
 	if err != nil {
 		return nil, nil, err
@@ -33,15 +33,15 @@ func etcdLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 			return nil, nil, fmt.Errorf("unexpected query parameter %q; etcd:// takes prefix=P", k)
 		}
 	}
-	if c.skew != 0 {
+	if c.Skew != 0 {
 		return nil, nil, errNoSkew("etcd")
 	}
-	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin)}
+	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
 	if q.Has("prefix") {
 		opts = append(opts, me.WithPrefix(q.Get("prefix")))
 	}
-	if c.hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.lo, c.hi))
+	if c.Hi >= 0 {
+		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
 	}
 	// clientv3.New does not dial; the Holder's first call does, bounded by
 	// the generator's acquire timeout. Its log would break the one-line

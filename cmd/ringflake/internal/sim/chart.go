@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ var laneColors = [...]string{"#0072b2", "#009e73"}
 
 // chart draws one simulation's buckets as SVG.
 type chart struct {
-	c   simConfig
+	c   Config
 	res []laneResult
 	w   *bufio.Writer
 }
@@ -47,7 +47,7 @@ type chart struct {
 // wait per bucket, and the step back. Every bucket's figures are also in
 // data-* attributes and a <title>, so the chart can be checked against the
 // numbers it draws.
-func writeChart(w io.Writer, c simConfig, res []laneResult) error {
+func writeChart(w io.Writer, c Config, res []laneResult) error {
 	ch := chart{c: c, res: res, w: bufio.NewWriter(w)}
 	ch.header()
 	ch.behindBands()
@@ -64,7 +64,7 @@ func writeChart(w io.Writer, c simConfig, res []laneResult) error {
 
 // x returns the horizontal position of d into the run.
 func (ch chart) x(d time.Duration) float64 {
-	return chartLeft + float64(d)/float64(ch.c.duration)*(chartRight-chartLeft)
+	return chartLeft + float64(d)/float64(ch.c.Duration)*(chartRight-chartLeft)
 }
 
 // text writes s at (x, y), escaped, with extra attributes attrs.
@@ -80,14 +80,14 @@ func (ch chart) header() {
 		chartWidth, chartHeight, chartWidth, chartHeight, colorInk)
 	fmt.Fprintf(ch.w, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", chartWidth, chartHeight)
 	title := "The clock never steps back: ringflake and a strict Snowflake"
-	if c.rollback > 0 {
-		title = fmt.Sprintf("The clock steps back %v at %v: ringflake and a strict Snowflake", c.rollback, c.stepAt)
+	if c.Rollback > 0 {
+		title = fmt.Sprintf("The clock steps back %v at %v: ringflake and a strict Snowflake", c.Rollback, c.StepAt)
 	}
 	ch.text(chartLeft, 32, `font-size="19" font-weight="bold"`, title)
 	ch.text(chartLeft, 54, `fill="`+colorMuted+`" font-size="13"`, fmt.Sprintf(
 		"%s requests/s to each generator for %v on the same clock · ring %d %s (%v) · max wait %v · %v buckets",
-		strconv.FormatFloat(c.rate, 'f', -1, 64), c.duration, c.ring, plural(c.ring, "slot"), time.Duration(c.ring)*time.Millisecond,
-		c.maxWait, roundDur(c.bucketWidth())))
+		strconv.FormatFloat(c.Rate, 'f', -1, 64), c.Duration, c.Ring, plural(c.Ring, "slot"), time.Duration(c.Ring)*time.Millisecond,
+		c.MaxWait, roundDur(c.bucketWidth())))
 
 	// The legend: a swatch and a label each, laid out left to right.
 	x := float64(chartLeft)
@@ -209,10 +209,10 @@ func (ch chart) waitPanel() {
 	ch.yTitle(float64(waitTop)+waitHeight/2, "longest wait")
 	ch.text(chartLeft, waitTop-10, `font-size="14" font-weight="bold"`,
 		"longest wait per "+roundDur(ch.c.bucketWidth()).String()+" (log scale)")
-	if ch.c.maxWait > 0 {
+	if ch.c.MaxWait > 0 {
 		fmt.Fprintf(ch.w, "<path d=\"M%d %.1fH%d\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n",
-			chartLeft, y(ch.c.maxWait), chartRight, colorMaxWait)
-		ch.text(chartRight-4, y(ch.c.maxWait)-5, `text-anchor="end" fill="`+colorMuted+`"`, "max wait "+ch.c.maxWait.String())
+			chartLeft, y(ch.c.MaxWait), chartRight, colorMaxWait)
+		ch.text(chartRight-4, y(ch.c.MaxWait)-5, `text-anchor="end" fill="`+colorMuted+`"`, "max wait "+ch.c.MaxWait.String())
 	}
 	// The strict lane first, so ringflake's line is on top where they meet.
 	for i := len(ch.res) - 1; i >= 0; i-- {
@@ -225,7 +225,7 @@ func (ch chart) waitPanel() {
 // scale runs: from the shortest longest call of a bucket to the longest,
 // or MaxWait if that is longer.
 func (ch chart) waitDecades() (lo, hi float64) {
-	shortest, longest := time.Duration(math.MaxInt64), ch.c.maxWait
+	shortest, longest := time.Duration(math.MaxInt64), ch.c.MaxWait
 	for _, r := range ch.res {
 		for _, b := range r.buckets {
 			if b.served+b.failed > 0 {
@@ -272,9 +272,9 @@ func (ch chart) yTitle(y float64, s string) {
 // timeAxis draws the time ticks, with a faint line through every panel
 // behind the bars.
 func (ch chart) timeAxis() {
-	step, _ := niceScale(float64(ch.c.duration), 1)
+	step, _ := niceScale(float64(ch.c.Duration), 1)
 	base := float64(waitTop + waitHeight)
-	for d := time.Duration(0); d <= ch.c.duration; d += time.Duration(step) {
+	for d := time.Duration(0); d <= ch.c.Duration; d += time.Duration(step) {
 		x := ch.x(d)
 		fmt.Fprintf(ch.w, "<path d=\"M%.1f %dV%.1f\" stroke=\"%s\"/>\n", x, barTop1, base, colorGrid)
 		fmt.Fprintf(ch.w, "<path d=\"M%.1f %.1fv5\" stroke=\"%s\"/>\n", x, base, colorInk)
@@ -287,7 +287,7 @@ func (ch chart) timeAxis() {
 // timeLabel writes d in seconds for runs of a second or more, so that the
 // labels of one axis share a unit.
 func (ch chart) timeLabel(d time.Duration) string {
-	if ch.c.duration >= time.Second {
+	if ch.c.Duration >= time.Second {
 		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 	}
 	return d.String()
@@ -296,13 +296,13 @@ func (ch chart) timeLabel(d time.Duration) string {
 // stepMark draws the step back: a dashed line through every panel at the
 // moment of the step, labelled with how far the clock went back.
 func (ch chart) stepMark() {
-	if ch.c.rollback <= 0 {
+	if ch.c.Rollback <= 0 {
 		return
 	}
-	x := ch.x(ch.c.stepAt)
+	x := ch.x(ch.c.StepAt)
 	fmt.Fprintf(ch.w, "<path class=\"step\" d=\"M%.1f %dV%d\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
 		x, barTop1-26, waitTop+waitHeight, colorInk)
-	ch.text(x+6, barTop1-28, `font-weight="bold"`, fmt.Sprintf("clock steps back %v", ch.c.rollback))
+	ch.text(x+6, barTop1-28, `font-weight="bold"`, fmt.Sprintf("clock steps back %v", ch.c.Rollback))
 }
 
 // niceScale returns the step of 1, 2 or 5 times a power of ten nearest to

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bytes"
@@ -177,13 +177,14 @@ func TestWriteChartNoStep(t *testing.T) {
 	})
 }
 
-// The command writes the chart of the run its table reports.
-func TestSimulateCommandSVG(t *testing.T) {
+// Run writes the chart of the run its table reports, in real time.
+func TestRunSVG(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "step.svg")
-	code, stdout, stderr := invoke("simulate", "--rollback", "20ms", "--rate", "2000/s", "--duration", "60ms",
-		"--ring", "64", "--svg", path)
-	require.Equal(t, 0, code, "stderr: %s", stderr)
+	var out strings.Builder
+	require.NoError(t, Run(Config{Rollback: 20 * time.Millisecond, StepAt: 20 * time.Millisecond, Duration: 60 * time.Millisecond,
+		Rate: 2000, Ring: 64, MaxWait: 100 * time.Millisecond, SVG: path}, &out))
+	stdout := out.String()
 	svg, err := os.ReadFile(path)
 	require.NoError(t, err)
 	lanes := chartBuckets(t, parseChart(t, svg))
@@ -204,29 +205,6 @@ func TestSimulateCommandSVG(t *testing.T) {
 		case strings.HasPrefix(line, "errors"):
 			assert.Equal(t, failed, f[1:], "table's errors = chart's failed")
 		}
-	}
-}
-
-func TestSimulateSVGErrors(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	tests := []struct {
-		name string
-		path string
-		want string // the start of the one line on stderr
-	}{
-		{"missing directory", filepath.Join(dir, "missing", "x.svg"), "ringflake: simulate: --svg: open " + filepath.Join(dir, "missing", "x.svg") + ": "},
-		{"a directory", dir, "ringflake: simulate: --svg: open " + dir + ": "},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			code, stdout, stderr := invoke("simulate", "--duration", "10ms", "--svg", tt.path)
-			assert.Equal(t, 1, code, "exit status for a file that cannot be written")
-			assert.Empty(t, stdout, "no table: the run does not start")
-			assert.True(t, strings.HasPrefix(stderr, tt.want), "stderr %q; want it to start %q", stderr, tt.want)
-			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %q", stderr)
-		})
 	}
 }
 

@@ -1,4 +1,6 @@
-package main
+// Package serve is the HTTP API of "ringflake serve": the handler of its
+// routes, and a listener that words net/http's own error answers as JSON.
+package serve
 
 import (
 	"encoding/json"
@@ -19,16 +21,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/idtext"
 	"github.com/ringflake/ringflake/ringflakeprom"
 )
 
-// Bounds of a batch, and its default size limit.
+// The default of Config.MaxBatch, and its largest value.
 const (
-	defaultMaxBatch = 4096    // one tick's sequence space in the default layout
-	maxMaxBatch     = 1 << 16 // 16 ticks; about 1.3 MB of JSON
+	DefaultMaxBatch = 4096    // one tick's sequence space in the default layout
+	MaxBatchLimit   = 1 << 16 // 16 ticks; about 1.3 MB of JSON
 )
 
-// service answers the ID service's HTTP API from one generator:
+// Service answers the ID service's HTTP API from one generator:
 //
 //	GET /api/snowflake/get/{key}  an ID as plain decimal text, as Meituan Leaf answers; the key is ignored
 //	GET /v1/id                    {"id":"..."}
@@ -44,42 +47,42 @@ const (
 // other path is a 404 and every other method a 405, each with a JSON body
 // {"error":"..."}, as is bad input (400). An unclean path ("//v1/id",
 // "/v1/./id") is served as its clean form. A failure to issue is a 503
-// with the error's text and, when waiting helps, Retry-After. A service is
+// with the error's text and, when waiting helps, Retry-After. A Service is
 // safe for concurrent use.
-type service struct {
+type Service struct {
 	gen      atomic.Pointer[ringflake.Generator] // nil until ready; stored once
-	starting func() string                       // why there is no generator yet; written once by newService
-	layout   ringflake.Layout                    // the generator's, written once by newService
-	maxBatch int                                 // written once by newService
-	mux      *http.ServeMux                      // written once by newService
-	reg      *prometheus.Registry                // written by newService, and by ready once
+	starting func() string                       // why there is no generator yet; written once by New
+	layout   ringflake.Layout                    // the generator's, written once by New
+	maxBatch int                                 // written once by New
+	mux      *http.ServeMux                      // written once by New
+	reg      *prometheus.Registry                // written by New, and by Ready once
 
 	ids  sync.Pool // *[]ringflake.ID with room for maxBatch, for /v1/ids
 	bufs sync.Pool // *[]byte, for /v1/ids's body
 }
 
-// serviceConfig configures a service; the zero value is the default.
-type serviceConfig struct {
-	maxBatch int              // the most IDs /v1/ids hands out at once; 0 means defaultMaxBatch
-	layout   ringflake.Layout // the generator's layout, for /v1/decode before it is ready; zero means the default
-	starting func() string    // why the service is not ready before its generator is; nil means "starting"
+// Config configures a Service; the zero value is the default.
+type Config struct {
+	MaxBatch int              // the most IDs /v1/ids hands out at once; 0 means DefaultMaxBatch
+	Layout   ringflake.Layout // the generator's layout, for /v1/decode before it is ready; zero means the default
+	Starting func() string    // why the service is not ready before its generator is; nil means "starting"
 }
 
-// newService returns the HTTP API over g, which stays the caller's to
-// Close. A nil g means the generator is still being made: the service
-// answers /healthz at once, and the rest once ready is called. c.maxBatch
-// must be 0 or in 1..maxMaxBatch.
-func newService(g *ringflake.Generator, c serviceConfig) *service {
-	if c.maxBatch == 0 {
-		c.maxBatch = defaultMaxBatch
+// New returns the HTTP API over g, which stays the caller's to Close. A
+// nil g means the generator is still being made: the service answers
+// /healthz at once, and the rest once Ready is called. c.MaxBatch must be
+// 0 or in 1..MaxBatchLimit.
+func New(g *ringflake.Generator, c Config) *Service {
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
 	}
-	if c.layout == (ringflake.Layout{}) {
-		c.layout = ringflake.DefaultLayout()
+	if c.Layout == (ringflake.Layout{}) {
+		c.Layout = ringflake.DefaultLayout()
 	}
-	if c.starting == nil {
-		c.starting = func() string { return "starting" }
+	if c.Starting == nil {
+		c.Starting = func() string { return "starting" }
 	}
-	s := &service{starting: c.starting, layout: c.layout, maxBatch: c.maxBatch, mux: http.NewServeMux()}
+	s := &Service{starting: c.Starting, layout: c.Layout, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
 	s.ids.New = func() any { b := make([]ringflake.ID, s.maxBatch); return &b }
 	s.bufs.New = func() any { b := make([]byte, 0, 64); return &b }
 
@@ -98,23 +101,23 @@ func newService(g *ringflake.Generator, c serviceConfig) *service {
 	s.mux.Handle("/healthz", onlyGET(healthz))
 	s.mux.Handle("/readyz", onlyGET(s.readyz))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		replyError(w, http.StatusNotFound, fmt.Sprintf("no such path %s; see ringflake serve -h", quoteCut(r.URL.Path)))
+		replyError(w, http.StatusNotFound, fmt.Sprintf("no such path %s; see ringflake serve -h", idtext.Quote(r.URL.Path)))
 	})
 	if g != nil {
-		s.ready(g)
+		s.Ready(g)
 	}
 	return s
 }
 
-// ready makes the service answer from g. Call it once.
-func (s *service) ready(g *ringflake.Generator) {
+// Ready makes the service answer from g. Call it once.
+func (s *Service) Ready(g *ringflake.Generator) {
 	s.reg.MustRegister(ringflakeprom.NewCollector(g))
 	s.gen.Store(g)
 }
 
 // ServeHTTP routes a request. An unclean path is routed as its clean form,
 // where ServeMux would answer a redirect with an HTML body.
-func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := cleanPath(r.URL.Path); p != r.URL.Path {
 		r2 := *r
 		u := *r.URL
@@ -140,7 +143,7 @@ func cleanPath(p string) string {
 
 // issuing passes a request on to h, which issues IDs, once the service has
 // a generator, and answers 503 with the reason until then.
-func (s *service) issuing(h func(*ringflake.Generator, http.ResponseWriter, *http.Request)) http.HandlerFunc {
+func (s *Service) issuing(h func(*ringflake.Generator, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		g := s.gen.Load()
 		if g == nil {
@@ -165,37 +168,17 @@ func onlyGET(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			replyError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s; want GET or HEAD", cut(r.Method)))
+			replyError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s; want GET or HEAD", idtext.Cut(r.Method)))
 			return
 		}
 		h(w, r)
 	})
 }
 
-// maxEcho bounds how much of a request's input an error repeats, as the
-// library's parse errors do.
-const maxEcho = 32
-
-// quoteCut quotes s, cut after maxEcho bytes.
-func quoteCut(s string) string {
-	if len(s) > maxEcho {
-		return strconv.Quote(s[:maxEcho]) + "..."
-	}
-	return strconv.Quote(s)
-}
-
-// cut returns s cut after maxEcho bytes, for a token such as a method.
-func cut(s string) string {
-	if len(s) > maxEcho {
-		return s[:maxEcho] + "..."
-	}
-	return s
-}
-
 // leaf answers as Meituan Leaf's Snowflake endpoint does: the ID in plain
 // decimal text, without a newline. Leaf's Snowflake mode ignores the key
 // (only its segment mode uses it), and so does this.
-func (s *service) leaf(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
+func (s *Service) leaf(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
 	id, err := g.NextID()
 	if err != nil {
 		issueError(w, err)
@@ -208,7 +191,7 @@ func (s *service) leaf(g *ringflake.Generator, w http.ResponseWriter, _ *http.Re
 }
 
 // id answers {"id":"..."}.
-func (s *service) id(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
+func (s *Service) id(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
 	id, err := g.NextID()
 	if err != nil {
 		issueError(w, err)
@@ -226,7 +209,7 @@ func (s *service) id(g *ringflake.Generator, w http.ResponseWriter, _ *http.Requ
 // batch answers {"ids":["...",...]} with n IDs from one NextN call. A
 // batch that fails part way is a 503: the IDs it did get are dropped,
 // unused, rather than handed out short.
-func (s *service) batch(g *ringflake.Generator, w http.ResponseWriter, r *http.Request) {
+func (s *Service) batch(g *ringflake.Generator, w http.ResponseWriter, r *http.Request) {
 	n, msg := batchSize(r.URL.RawQuery, s.maxBatch)
 	if msg != "" {
 		replyError(w, http.StatusBadRequest, msg)
@@ -259,7 +242,7 @@ func (s *service) batch(g *ringflake.Generator, w http.ResponseWriter, r *http.R
 
 // batchSize reads n from a raw query: a plain decimal in 1..maxBatch,
 // given once. It returns the reason for a 400 if there is none such, with
-// the input it repeats cut to maxEcho bytes. The raw query is read rather
+// the input it repeats cut as idtext.Quote cuts it. The raw query is read rather
 // than url.Values, which decodes "+3" to " 3" and drops "n=3;x" unseen.
 func batchSize(rawQuery string, maxBatch int) (n int, msg string) {
 	var vals []string
@@ -279,7 +262,7 @@ func batchSize(rawQuery string, maxBatch int) (n int, msg string) {
 		n, _ = strconv.Atoi(v) // 9 digits fit an int
 	}
 	if n < 1 || n > maxBatch {
-		return 0, fmt.Sprintf("n = %s; want an integer in 1..%d", quoteCut(v), maxBatch)
+		return 0, fmt.Sprintf("n = %s; want an integer in 1..%d", idtext.Quote(v), maxBatch)
 	}
 	return n, ""
 }
@@ -298,14 +281,14 @@ type decoded struct {
 // decode answers the parts of an ID under the generator's layout: decimal
 // or Base32 as decode reads them, or the form ?format= names (decimal,
 // base32, base58, auto).
-func (s *service) decode(w http.ResponseWriter, r *http.Request) {
+func (s *Service) decode(w http.ResponseWriter, r *http.Request) {
 	format := "auto"
 	if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && q.Has("format") {
 		format = q.Get("format")
 	}
-	parse, ok := idParsers[format]
+	parse, ok := idtext.Parser(format)
 	if !ok {
-		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want auto, decimal, base32 or base58", quoteCut(format)))
+		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want auto, decimal, base32 or base58", idtext.Quote(format)))
 		return
 	}
 	id, err := parse(r.PathValue("id"))
@@ -336,7 +319,7 @@ type readiness struct {
 // readyz answers 200 while the generator can issue now, and 503 while it
 // cannot, or while there is none yet: with the reason, the text of the
 // error Generator.Ready gives, and a Retry-After when waiting helps.
-func (s *service) readyz(w http.ResponseWriter, _ *http.Request) {
+func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
 	g := s.gen.Load()
 	if g == nil {
 		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: -1, Reason: s.starting()})

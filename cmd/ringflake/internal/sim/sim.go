@@ -1,4 +1,7 @@
-package main
+// Package sim is "ringflake simulate": the same load against ringflake and
+// a strict Snowflake while an injected clock steps back, the table and
+// timeline of what each did, and an SVG chart of it.
+package sim
 
 import (
 	"context"
@@ -11,29 +14,31 @@ import (
 	"github.com/ringflake/ringflake/internal/strict"
 )
 
-// simConfig describes one simulation: a load of rate requests per second
-// for duration against each generator, and a clock that steps back by
-// rollback at stepAt.
-type simConfig struct {
-	rollback time.Duration
-	stepAt   time.Duration // when, after the start, the clock steps back
-	duration time.Duration
-	rate     float64 // requests per second to each generator
-	ring     int
-	maxWait  time.Duration // each generator's bound on one call's waiting
-	rows     int           // timeline rows
+// Config describes one simulation: a load of Rate requests per second for
+// Duration against each generator, and a clock that steps back by
+// Rollback at StepAt.
+type Config struct {
+	Rollback time.Duration
+	StepAt   time.Duration // when, after the start, the clock steps back
+	Duration time.Duration
+	Rate     float64       // requests per second to each generator
+	Ring     int           // ringflake's ring size, in slots
+	MaxWait  time.Duration // each generator's bound on one call's waiting
+	SVG      string        // the file Run draws the chart in; "" for none
+
+	rows int // timeline rows; 0 means defaultRows
 	// virtual runs without real time: each request sets the elapsed time
 	// to its schedule, so a run takes only as long as the calls. Tests
 	// use it; the command runs in real time.
 	virtual bool
 }
 
-// requests returns how many requests each generator receives.
-func (c simConfig) requests() int { return int(c.rate * c.duration.Seconds()) }
+// Requests returns how many requests each generator receives.
+func (c Config) Requests() int { return int(c.Rate * c.Duration.Seconds()) }
 
 // due returns when request i is scheduled, after the start.
-func (c simConfig) due(i int) time.Duration {
-	return time.Duration(float64(i) / c.rate * float64(time.Second))
+func (c Config) due(i int) time.Duration {
+	return time.Duration(float64(i) / c.Rate * float64(time.Second))
 }
 
 // bucketsPerRow is how many chart buckets make one timeline row. Requests
@@ -42,17 +47,17 @@ func (c simConfig) due(i int) time.Duration {
 const bucketsPerRow = 5
 
 // buckets returns how many chart buckets the run has.
-func (c simConfig) buckets() int { return c.rows * bucketsPerRow }
+func (c Config) buckets() int { return c.rows * bucketsPerRow }
 
 // bucket returns the chart bucket of a request scheduled at d. Its row is
 // bucket(d) / bucketsPerRow: floor(floor(x*k)/k) is floor(x).
-func (c simConfig) bucket(d time.Duration) int {
+func (c Config) bucket(d time.Duration) int {
 	n := c.buckets()
-	return min(int(int64(d)*int64(n)/int64(c.duration)), n-1)
+	return min(int(int64(d)*int64(n)/int64(c.Duration)), n-1)
 }
 
 // bucketWidth returns how much of the run one chart bucket covers.
-func (c simConfig) bucketWidth() time.Duration { return c.duration / time.Duration(c.buckets()) }
+func (c Config) bucketWidth() time.Duration { return c.Duration / time.Duration(c.buckets()) }
 
 // pacer is the simulation's notion of elapsed time.
 type pacer interface {
@@ -166,7 +171,7 @@ type lane struct {
 // with the same clock schedule, and returns their results in that order.
 // In real time both run at once, each in its own goroutine, so a wait in
 // one does not hold up the other.
-func simulate(c simConfig) ([]laneResult, error) {
+func simulate(c Config) ([]laneResult, error) {
 	base := time.Now().UTC().Truncate(time.Millisecond)
 	start := time.Now()
 	newClock := func() *simClock {
@@ -174,19 +179,19 @@ func simulate(c simConfig) ([]laneResult, error) {
 		if c.virtual {
 			p = &virtualPacer{}
 		}
-		return &simClock{base: base, stepAt: c.stepAt, rollback: c.rollback, tick: time.Millisecond, pace: p}
+		return &simClock{base: base, stepAt: c.StepAt, rollback: c.Rollback, tick: time.Millisecond, pace: p}
 	}
 	rc, sc := newClock(), newClock()
-	maxWait := c.maxWait
+	maxWait := c.MaxWait
 	if maxWait == 0 {
 		maxWait = -1 // never wait: the library's 0 is its default
 	}
-	rg, err := ringflake.New(context.Background(), ringflake.WithClock(rc.Now), ringflake.WithRingSize(c.ring),
+	rg, err := ringflake.New(context.Background(), ringflake.WithClock(rc.Now), ringflake.WithRingSize(c.Ring),
 		ringflake.WithMaxWait(maxWait), ringflake.WithMachineID(1))
 	if err != nil {
 		return nil, err
 	}
-	sg, err := strict.New(ringflake.DefaultLayout(), 1, sc.Now, c.maxWait)
+	sg, err := strict.New(ringflake.DefaultLayout(), 1, sc.Now, c.MaxWait)
 	if err != nil {
 		rg.Close()
 		return nil, err
@@ -217,9 +222,9 @@ func simulate(c simConfig) ([]laneResult, error) {
 // delay the calls due after it (a single caller would push them past the
 // step back, where they would look like ordinary requests). Virtual time
 // runs the calls one after another, each at its due time.
-func (c simConfig) drive(l lane) laneResult {
+func (c Config) drive(l lane) laneResult {
 	defer l.close()
-	n := c.requests()
+	n := c.Requests()
 	if c.virtual {
 		t := c.newTally(n)
 		for i := range n {
@@ -228,7 +233,7 @@ func (c simConfig) drive(l lane) laneResult {
 		}
 		return c.merge(l.name, []*tally{t})
 	}
-	workers := int(min(max(1.5*c.rate*(c.maxWait+10*time.Millisecond).Seconds(), 16), 8192))
+	workers := int(min(max(1.5*c.Rate*(c.MaxWait+10*time.Millisecond).Seconds(), 16), 8192))
 	jobs := make(chan int, workers)
 	tallies := make([]*tally, workers)
 	var wg sync.WaitGroup
@@ -256,14 +261,14 @@ type tally struct {
 	firstIdx int // the request whose error is r.firstErr
 }
 
-func (c simConfig) newTally(capacity int) *tally {
+func (c Config) newTally(capacity int) *tally {
 	return &tally{r: laneResult{buckets: make([]rowCount, c.buckets())}, ids: make([]ringflake.ID, 0, capacity)}
 }
 
 // call sends request i to l and counts it in t. An ID served while the
 // clock was behind the latest time it had shown, which a strict generator
 // refuses, is from spare space: the unused sequence of a recent tick.
-func (c simConfig) call(l lane, i int, t *tally) {
+func (c Config) call(l lane, i int, t *tally) {
 	due := c.due(i)
 	behind := l.clock.behind()
 	t0 := time.Now()
@@ -294,7 +299,7 @@ func (c simConfig) call(l lane, i int, t *tally) {
 
 // merge adds up the workers' tallies and checks every ID for duplicates.
 // The timeline's rows and the longest call come from the buckets.
-func (c simConfig) merge(name string, ts []*tally) laneResult {
+func (c Config) merge(name string, ts []*tally) laneResult {
 	r := laneResult{name: name, buckets: make([]rowCount, c.buckets()), rows: make([]rowCount, c.rows)}
 	firstIdx := 0
 	var ids []ringflake.ID
@@ -328,11 +333,11 @@ func (c simConfig) merge(name string, ts []*tally) laneResult {
 // until it reads the tick it showed just before the step again. Timeline
 // rows are marked by it, so that the marks do not depend on when calls
 // happened to run.
-func (c simConfig) scheduledBehind(d time.Duration) bool {
-	if c.rollback <= 0 || d < c.stepAt {
+func (c Config) scheduledBehind(d time.Duration) bool {
+	if c.Rollback <= 0 || d < c.StepAt {
 		return false
 	}
-	return (d-c.rollback)/time.Millisecond < (c.stepAt-1)/time.Millisecond
+	return (d-c.Rollback)/time.Millisecond < (c.StepAt-1)/time.Millisecond
 }
 
 // duplicates counts IDs that equal an earlier one; it sorts ids.

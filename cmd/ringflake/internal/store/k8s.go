@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"flag"
@@ -27,7 +27,7 @@ var k8sParams = map[string]func(string) machineid.Option{
 // Lease objects in NAMESPACE (if empty, the kubeconfig context's, or the
 // pod's), on the cluster that kubeConfig finds. Kubernetes keeps no clock
 // the holders read, so --max-clock-skew is refused.
-func k8sLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
+func k8sLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	switch {
 	case u.User != nil:
 		return nil, nil, fmt.Errorf("k8s:// takes no user or password; the credentials come from the kubeconfig or the pod's service account")
@@ -35,10 +35,10 @@ func k8sLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 		return nil, nil, fmt.Errorf("k8s:// takes a namespace and no path (%s); want k8s://NAMESPACE", u.Path)
 	case u.Port() != "":
 		return nil, nil, fmt.Errorf("k8s:// takes a namespace, not host:port (%s); the API server's address comes from the kubeconfig", u.Host)
-	case c.skew != 0:
+	case c.Skew != 0:
 		return nil, nil, errNoSkew("k8s")
 	}
-	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin)}
+	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
 	for k, v := range u.Query() {
 		with, ok := k8sParams[k]
 		if !ok {
@@ -46,8 +46,8 @@ func k8sLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
 		}
 		opts = append(opts, with(v[len(v)-1]))
 	}
-	if c.hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.lo, c.hi))
+	if c.Hi >= 0 {
+		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
 	}
 	cfg, ns, err := kubeConfig()
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -22,23 +22,23 @@ import (
 const pgCloseWait = time.Second
 
 // postgresLease is the backend of postgres:// and postgresql:// URLs: pgx's
-// connection URL, with one query parameter of this command's, table=NAME
+// connection URL, with one query parameter of ringflake's, table=NAME
 // (default ringflake_machine_ids), taken out before pgx reads the rest.
 // The leases' expiry runs on the database's clock and their marks on the
 // holders', which are never compared, so --max-clock-skew is refused.
-func postgresLease(u *url.URL, c leaseConfig) (machineid.Leaser, func(), error) {
-	if c.skew != 0 {
+func postgresLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
+	if c.Skew != 0 {
 		return nil, nil, errNoSkew("PostgreSQL")
 	}
 	q := u.Query()
-	opts := []machineid.Option{machineid.WithTTL(c.ttl), machineid.WithSafetyMargin(c.margin)}
+	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
 	table := q.Get("table")
 	if q.Has("table") {
 		opts = append(opts, mp.WithTable(table))
 		q.Del("table")
 	}
-	if c.hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.lo, c.hi))
+	if c.Hi >= 0 {
+		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
 	}
 	rest := *u
 	rest.RawQuery = q.Encode()

@@ -1,0 +1,56 @@
+// Package store makes the machine ID Leaser that a --lease URL names, on
+// Redis, etcd, PostgreSQL or Kubernetes, from the URL and the settings
+// every lease has. It does not contact the store: the generator does.
+package store
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// Config is what a store gets besides its URL. The generator hands the
+// Holder its clock.
+type Config struct {
+	Lo, Hi            int64         // the machine IDs it may hand out; Hi < 0 means the store's default
+	TTL, Margin, Skew time.Duration // 0 means the store's default
+}
+
+// An opener makes the Leaser of one store from its URL.
+type opener func(u *url.URL, c Config) (machineid.Leaser, func(), error)
+
+// openers maps each URL scheme to its store's opener. A store plugs in
+// here, with one function.
+var openers = map[string]opener{
+	"redis":      redisLease,
+	"rediss":     redisLease,
+	"etcd":       etcdLease,
+	"k8s":        k8sLease,
+	"postgres":   postgresLease,
+	"postgresql": postgresLease,
+}
+
+// Schemes returns the URL schemes Open takes, sorted.
+func Schemes() []string {
+	s := make([]string, 0, len(openers))
+	for k := range openers {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	return s
+}
+
+// Open makes the Leaser that u names, and a func that closes its
+// connection. Its errors are in the URL or the settings: it does not
+// contact the store.
+func Open(u *url.URL, c Config) (machineid.Leaser, func(), error) {
+	open := openers[u.Scheme]
+	if open == nil {
+		return nil, nil, fmt.Errorf("unsupported scheme %q; supported: %s", u.Scheme, strings.Join(Schemes(), ", "))
+	}
+	return open(u, c)
+}
