@@ -1,6 +1,7 @@
 package ringflake_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime/pprof"
@@ -44,7 +45,7 @@ var impls = []impl{
 func newRingflake(b *testing.B, seqBits int) idGen {
 	l := ringflake.DefaultLayout()
 	l.MachineBits, l.SequenceBits = l.MachineBits+l.SequenceBits-seqBits, seqBits
-	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(0))
+	g, err := ringflake.New(b.Context(), ringflake.WithLayout(l), ringflake.WithMachineID(0))
 	if err != nil {
 		b.Fatalf("New(seq=%d) = %v; want no error", seqBits, err)
 	}
@@ -196,7 +197,7 @@ func BenchmarkOverload(b *testing.B) {
 	for _, design := range []string{"rounds", "solo"} {
 		for _, callers := range []int{32, 256} {
 			b.Run(fmt.Sprintf("design=%s/callers=%d", design, callers), func(b *testing.B) {
-				g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(100*time.Millisecond))
+				g, err := ringflake.New(b.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(100*time.Millisecond))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -241,7 +242,7 @@ func BenchmarkOverload(b *testing.B) {
 func BenchmarkSpreadRealClock(b *testing.B) {
 	const steps, pooledSteps = 2000, 500
 	newGen := func(machine int64) *ringflake.Generator {
-		g, err := ringflake.New(ringflake.WithMachineID(machine))
+		g, err := ringflake.New(context.Background(), ringflake.WithMachineID(machine))
 		if err != nil {
 			b.Fatal(err)
 		}

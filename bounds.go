@@ -35,33 +35,6 @@ func (l Layout) Bounds(from, to time.Time) (lo, hi ID, err error) {
 	return l.compose(first, 0, 0), l.compose(last, 0, 0), nil
 }
 
-// MachineBounds is [Layout.Bounds] for one machine ID: lo is the smallest
-// ID of machine whose time lies in [from, to), and hi one more than the
-// largest. Within one tick the machine's IDs are exactly lo <= id < hi;
-// over several ticks, the range also holds other machines' IDs of the
-// ticks between. With a datacenter split, machine is the whole machine ID
-// (see [Parts].Machine).
-//
-// MachineBounds returns Bounds's errors, and one wrapping
-// [ErrInvalidConfig] for a machine outside 0..MaxMachine. It is safe for
-// concurrent use.
-func (l Layout) MachineBounds(machine int64, from, to time.Time) (lo, hi ID, err error) {
-	l = l.withDefaults()
-	first, last, err := l.tickRange(from, to)
-	if err != nil {
-		return 0, 0, err
-	}
-	if machine < 0 || machine > l.MaxMachine() {
-		return 0, 0, configErr("machine", machine, fmt.Sprintf("0..%d", l.MaxMachine()))
-	}
-	lo = l.compose(first, machine, 0)
-	if last == first {
-		return lo, lo, nil
-	}
-	// last-1 is below the layout's last tick, so hi does not overflow.
-	return lo, l.compose(last-1, machine, maxOf(l.SequenceBits, 62)) + 1, nil
-}
-
 // tickRange returns the ticks whose start lies in [from, to): first up to
 // last, exclusive.
 func (l Layout) tickRange(from, to time.Time) (first, last int64, err error) {

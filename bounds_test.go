@@ -13,8 +13,7 @@ import (
 
 // Bounds is exact about ID times: an ID is in [lo, hi) exactly when its
 // time is in [from, to), for IDs of every machine and sequence around the
-// range's edges; MachineBounds's range holds every ID of its machine in
-// the range and none of its machine outside it.
+// range's edges.
 func TestBoundsAreExact(t *testing.T) {
 	t.Parallel()
 	tw := ringflake.DefaultLayout()
@@ -35,8 +34,6 @@ func TestBoundsAreExact(t *testing.T) {
 				lo, hi, err := l.Bounds(from, to)
 				require.NoError(t, err)
 				machine := rng.Int64N(l.MaxMachine() + 1)
-				mlo, mhi, err := l.MachineBounds(machine, from, to)
-				require.NoError(t, err)
 				for tick := l.Decompose(lo).Ticks - 2; tick <= l.Decompose(hi).Ticks+2; tick++ {
 					for _, m := range []int64{0, machine, l.MaxMachine()} {
 						for _, seq := range []int64{0, 1, 1<<l.SequenceBits - 1} {
@@ -45,9 +42,6 @@ func TestBoundsAreExact(t *testing.T) {
 							at := l.Decompose(id).Time
 							in := !at.Before(from) && at.Before(to)
 							assert.Equalf(t, in, lo <= id && id < hi, "ID %d (time %v) against Bounds(%v, %v) = [%d, %d)", id, at, from, to, lo, hi)
-							if m == machine {
-								assert.Equalf(t, in, mlo <= id && id < mhi, "ID %d of machine %d against MachineBounds = [%d, %d)", id, m, mlo, mhi)
-							}
 						}
 					}
 				}
@@ -63,33 +57,23 @@ func TestBoundsRefuse(t *testing.T) {
 	tests := []struct {
 		name     string
 		from, to time.Time
-		machine  int64
 		want     string
 	}{
-		{"to before from", l.Epoch.Add(time.Second), l.Epoch, 0, "range from 2024-01-01T00:00:01Z to 2024-01-01T00:00:00Z: to is 1s before from"},
-		{"from before the epoch", l.Epoch.Add(-time.Nanosecond), l.Epoch, 0, "from = 2023-12-31T23:59:59.999999999Z; valid range 2024-01-01T00:00:00Z up to 2093-09-06T15:47:35.551Z, the layout's first and last tick"},
-		{"to past the last tick", l.Epoch, lastStart.Add(time.Nanosecond), 0, "to = 2093-09-06T15:47:35.551000001Z"},
-		{"machine too big", l.Epoch, l.Epoch, 1024, "machine = 1024; valid range 0..1023"},
+		{"to before from", l.Epoch.Add(time.Second), l.Epoch, "range from 2024-01-01T00:00:01Z to 2024-01-01T00:00:00Z: to is 1s before from"},
+		{"from before the epoch", l.Epoch.Add(-time.Nanosecond), l.Epoch, "from = 2023-12-31T23:59:59.999999999Z; valid range 2024-01-01T00:00:00Z up to 2093-09-06T15:47:35.551Z, the layout's first and last tick"},
+		{"to past the last tick", l.Epoch, lastStart.Add(time.Nanosecond), "to = 2093-09-06T15:47:35.551000001Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := l.MachineBounds(tt.machine, tt.from, tt.to)
+			_, _, err := l.Bounds(tt.from, tt.to)
 			assert.ErrorIs(t, err, ringflake.ErrInvalidConfig)
 			assert.ErrorContains(t, err, tt.want)
-			if tt.machine == 0 {
-				_, _, err = l.Bounds(tt.from, tt.to)
-				assert.ErrorContains(t, err, tt.want, "Bounds refuses alike")
-			}
 		})
 	}
 	lo, hi, err := l.Bounds(lastStart, lastStart)
 	require.NoError(t, err, "up to the last tick's start")
 	assert.Equal(t, lo, hi, "an empty range")
-	lo, hi, err = l.MachineBounds(1023, l.Epoch, lastStart)
-	require.NoError(t, err)
-	assert.Equal(t, ringflake.ID(1023<<12), lo)
-	assert.Equal(t, ringflake.ID((1<<41-2)<<22|1023<<12|4095+1), hi, "one past the machine's last ID before the last tick")
 	_, _, err = ringflake.Layout{}.Bounds(l.Epoch, l.Epoch)
 	assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, "an invalid layout")
 }
@@ -99,7 +83,7 @@ func TestBoundsRefuse(t *testing.T) {
 func TestBoundsHoldIssuedIDs(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	g, err := ringflake.New(ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return at.Add(300 * time.Microsecond) }))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return at.Add(300 * time.Microsecond) }))
 	require.NoError(t, err)
 	id, err := g.NextID()
 	require.NoError(t, err)

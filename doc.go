@@ -2,7 +2,7 @@
 // without locks, and keeps generating them when the wall clock steps back.
 //
 //	ids, err := machineid_file.New("/var/lib/myapp/ringflake", machineid.WithRange(42, 42))
-//	g, err := ringflake.New(ringflake.WithMachineIDSource(ids))
+//	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))
 //	defer g.Close()
 //	id, err := g.NextID()
 //
@@ -51,8 +51,20 @@
 // spare sequence; a step longer than the ring's span (N ticks) continues a
 // later tick the clock had shown. When no spare sequence is left, a call
 // waits at most MaxWait ([WithMaxWait]) and then fails with a [*ClockError]
-// wrapping [ErrClockBehind] that says by how much. [New] waits at most the
-// acquire timeout ([WithAcquireTimeout]). An ID's time is therefore the
-// clock's reading, or after a long step back a time the clock had shown:
-// [Layout.Bounds] is exact about ID times. The README has the whole policy.
+// wrapping [ErrClockBehind] that says by how much. An ID's time is therefore
+// the clock's reading, or after a long step back a time the clock had
+// shown: [Layout.Bounds] is exact about ID times. The README has the whole
+// policy.
+//
+// # Why New takes a context
+//
+// [New]'s safe default path, a state file or a lease, does I/O and may wait
+// out the mark the machine ID inherited, up to a lease's TTL after a store
+// restart. A service stopping during start-up must be able to end that
+// wait, so New takes a context, as pgxpool.New and semaphore.Acquire do for
+// calls that may block on I/O: cancelling it ends New at once, and its
+// deadline bounds the wait (30 s without one). sonyflake's New and
+// clientv3.New take none because they do not wait on I/O. New returns
+// within 50 ms of the context's end even if the source ignores it, and the
+// generator outlives the context.
 package ringflake

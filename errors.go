@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake/internal/sentinel"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 // Errors returned by this package. Test for them with [errors.Is]: the
@@ -18,16 +19,16 @@ var (
 
 	// ErrClockBeforeEpoch means the clock reads earlier than the layout's
 	// epoch, so no time field can be formed.
-	ErrClockBeforeEpoch = errors.New("ringflake: clock is before the layout's epoch")
+	ErrClockBeforeEpoch = sentinel.New("ringflake: clock is before the layout's epoch")
 
 	// ErrTimeOverflow means the clock reads at or past the end of the
 	// layout's range (see [Layout.End]).
-	ErrTimeOverflow = errors.New("ringflake: time is past the end of the layout's range")
+	ErrTimeOverflow = sentinel.New("ringflake: time is past the end of the layout's range")
 
 	// ErrClockBehind means the clock stepped back behind time already used,
 	// no spare sequence was left for it, and it did not catch up within
 	// MaxWait.
-	ErrClockBehind = errors.New("ringflake: clock is behind and no spare sequence is left")
+	ErrClockBehind = sentinel.New("ringflake: clock is behind and no spare sequence is left")
 
 	// ErrSequenceExhausted means every sequence of the current tick was
 	// used and MaxWait ran out before the call got an ID of a later tick:
@@ -35,25 +36,27 @@ var (
 	// a tick, or demand stayed above the layout's ceiling for longer than
 	// MaxWait (a [Generator.NextN] batch larger than MaxWait's worth of
 	// ticks, say, which returns the IDs it did get).
-	ErrSequenceExhausted = errors.New("ringflake: sequence exhausted and MaxWait ran out before the next tick")
+	ErrSequenceExhausted = sentinel.New("ringflake: sequence exhausted and MaxWait ran out before the next tick")
 
 	// ErrLeaseLost means the generator's machine ID comes from a lease that
 	// it can no longer prove it holds, or whose confirmed mark the clock has
 	// passed, and that did not recover within MaxWait. The error also wraps
-	// the lease's cause, such as the store's error, when there is one.
-	ErrLeaseLost = errors.New("ringflake: machine ID lease is not held")
+	// the lease's cause, such as the store's error, when there is one. It is
+	// [machineid.ErrLeaseLost], the one error of a lost lease, so that a
+	// store's error and the generator's are told apart from others alike.
+	ErrLeaseLost = machineid.ErrLeaseLost
 
 	// ErrMarkAhead means the lease of the generator's machine ID inherited
 	// a mark that the clock has not passed yet: IDs up to that time may
 	// have been issued with the ID before (each store documents what its
 	// marks cover), and the clock could not pass it within MaxWait, or, in
-	// New, within the acquire timeout. The wait ends by itself once the
-	// clock passes the mark; a mark far ahead may mean the clock is behind.
-	ErrMarkAhead = errors.New("ringflake: the mark the machine ID's lease inherited is ahead of the clock")
+	// New, within New's context. The wait ends by itself once the clock
+	// passes the mark; a mark far ahead may mean the clock is behind.
+	ErrMarkAhead = sentinel.New("ringflake: the mark the machine ID's lease inherited is ahead of the clock")
 
 	// ErrClosed means [Generator.Close] was called, or the Generator was
 	// not made by [New].
-	ErrClosed = errors.New("ringflake: generator is closed")
+	ErrClosed = sentinel.New("ringflake: generator is closed")
 
 	// The two errors below are the kinds of [*ParseError], which every
 	// function that reads an ID from text, JSON or a database value
@@ -64,12 +67,12 @@ var (
 	// not 13 characters long or a Base58 ID with a leading zero digit, is
 	// JSON that is neither a string nor an integer, or is a database NULL
 	// or a value of a type that cannot hold an ID.
-	ErrSyntax = errors.New("ringflake: invalid ID syntax")
+	ErrSyntax = sentinel.New("ringflake: invalid ID syntax")
 
 	// ErrRange means the input is well formed but its value is not an ID:
 	// it is negative, or above 2^63-1. IDs are never negative, so
 	// [ID.MarshalText] and [ID.Value] refuse a negative ID with it too.
-	ErrRange = errors.New("ringflake: ID out of range")
+	ErrRange = sentinel.New("ringflake: ID out of range")
 )
 
 // ClockError reports a failure to issue caused by time, with the figures
@@ -83,28 +86,36 @@ type ClockError struct {
 	// Clock is the last clock reading.
 	Clock time.Time
 	// By is how far the clock was from usable time: how far before the
-	// epoch or past the end of the layout, behind the time already used, or
+	// epoch or past the end of the layout, behind the time already used,
 	// short of passing the inherited mark (of reaching the first tick after
-	// it).
+	// it), or past the lease's confirmed mark (0 while the lease is not
+	// held).
 	By time.Duration
 	// Waited is how long the call waited, in real elapsed time.
 	Waited time.Duration
 }
 
-// Error returns the sentinel's message followed by the figures.
+// Error returns the sentinel's message followed by the figures; a call
+// that did not wait leaves out its wait.
 func (e *ClockError) Error() string {
 	clock := e.Clock.Format(time.RFC3339Nano)
+	waited := ""
+	if e.Waited != 0 {
+		waited = fmt.Sprintf(", waited %v", e.Waited)
+	}
 	switch {
 	case errors.Is(e.Err, ErrClockBeforeEpoch):
 		return fmt.Sprintf("%v: clock %s is %v before it", e.Err, clock, e.By)
 	case errors.Is(e.Err, ErrTimeOverflow):
 		return fmt.Sprintf("%v: clock %s is %v past it", e.Err, clock, e.By)
 	case errors.Is(e.Err, ErrMarkAhead):
-		return fmt.Sprintf("%v: clock %s passes it in %v (at %s), waited %v", e.Err, clock, e.By, e.Clock.Add(e.By).Format(time.RFC3339Nano), e.Waited)
+		return fmt.Sprintf("%v: clock %s passes it in %v (at %s)%s", e.Err, clock, e.By, e.Clock.Add(e.By).Format(time.RFC3339Nano), waited)
+	case errors.Is(e.Err, ErrLeaseLost) && e.By > 0:
+		return fmt.Sprintf("%v: clock %s is %v past the lease's confirmed mark%s", e.Err, clock, e.By, waited)
 	case errors.Is(e.Err, ErrSequenceExhausted), errors.Is(e.Err, ErrLeaseLost):
-		return fmt.Sprintf("%v: clock %s, waited %v", e.Err, clock, e.Waited)
+		return fmt.Sprintf("%v: clock %s%s", e.Err, clock, waited)
 	}
-	return fmt.Sprintf("%v: clock %s is %v behind, waited %v", e.Err, clock, e.By, e.Waited)
+	return fmt.Sprintf("%v: clock %s is %v behind%s", e.Err, clock, e.By, waited)
 }
 
 // Unwrap returns Err.

@@ -1,6 +1,7 @@
 package ringflake_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +13,7 @@ import (
 )
 
 func ExampleNew() {
-	g, err := ringflake.New(ringflake.WithMachineID(42))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineID(42))
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +27,7 @@ func ExampleNew() {
 }
 
 func ExampleNew_invalid() {
-	_, err := ringflake.New(ringflake.WithMachineID(5000))
+	_, err := ringflake.New(context.Background(), ringflake.WithMachineID(5000))
 	fmt.Println(errors.Is(err, ringflake.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
@@ -37,7 +38,7 @@ func ExampleNew_invalid() {
 func ExampleGenerator_NextID() {
 	// A fixed clock makes the output repeatable; real code uses the default.
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return now }))
 	for range 3 {
 		id, _ := g.NextID()
 		fmt.Println(id)
@@ -54,7 +55,7 @@ func ExampleGenerator_NextID() {
 func ExampleGenerator_stepBack() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(clock))
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(1), ringflake.WithClock(clock))
 	a, _ := g.NextID()
 	now = now.Add(-200 * time.Millisecond) // an NTP step back
 	b, _ := g.NextID()
@@ -107,10 +108,11 @@ func ExampleLayout_MaxMachine() {
 }
 
 func ExampleWithMaxWait() {
-	// With MaxWait 0 a call never waits: a used-up tick is an error at once.
+	// With a negative MaxWait a call never waits: a full tick is an error
+	// at once. (0 means the default, 100 ms.)
 	frozen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tiny := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: frozen, Tick: time.Millisecond}
-	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithMaxWait(0),
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithMaxWait(-1),
 		ringflake.WithClock(func() time.Time { return frozen }))
 	for { // at most 4 IDs a tick
 		if _, err := g.NextID(); err != nil {
@@ -118,12 +120,12 @@ func ExampleWithMaxWait() {
 			break
 		}
 	}
-	// Output: ringflake: sequence exhausted and MaxWait ran out before the next tick: clock 2026-01-01T00:00:00Z, waited 0s
+	// Output: ringflake: sequence exhausted and MaxWait ran out before the next tick: clock 2026-01-01T00:00:00Z
 }
 
 func ExampleGenerator_NextN() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(7), ringflake.WithClock(func() time.Time { return now }))
 	batch := make([]ringflake.ID, 4)
 	n, err := g.NextN(batch) // one CAS claims all four
 	fmt.Println(n, err)
@@ -140,7 +142,7 @@ func ExampleGenerator_NextN() {
 
 func ExampleGenerator_Stats() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
 	g.NextID()
 	now = now.Add(-300 * time.Millisecond) // NTP steps the clock back
 	g.NextID()
@@ -160,7 +162,7 @@ func ExampleWithLogger() {
 		},
 	}))
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithMachineID(5),
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(5),
 		ringflake.WithClock(func() time.Time { return now }),
 		ringflake.WithLogger(logger))
 	g.NextID()
@@ -173,7 +175,7 @@ func ExampleWithRingSize() {
 	// 256 slots remember 256 ms of ticks; a step back of 1 s borrows the
 	// spare sequence of a later tick instead, so it still succeeds.
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithRingSize(256), ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(1), ringflake.WithRingSize(256), ringflake.WithClock(func() time.Time { return now }))
 	a, _ := g.NextID()
 	now = now.Add(-1024 * time.Millisecond) // a multiple of the ring: same slot
 	b, err := g.NextID()
@@ -185,7 +187,7 @@ func ExampleWithClock() {
 	// Any func works; tests use a fake one. The default reads the wall
 	// clock cheaply (see the package doc).
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
 	id, _ := g.NextID()
 	fmt.Println(g.Layout().Decompose(id).Time.Equal(now))
 	// Output: true
@@ -195,9 +197,9 @@ func ExampleWithLayout() {
 	// 10 ms ticks for 174 years from 2025, 512 machines, 32 768 IDs per tick.
 	l := ringflake.Layout{TimeBits: 39, MachineBits: 9, SequenceBits: 15,
 		Epoch: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Tick: 10 * time.Millisecond}
-	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(511))
+	g, err := ringflake.New(context.Background(), ringflake.WithLayout(l), ringflake.WithMachineID(511))
 	fmt.Println(err, g.Layout().MaxMachine(), g.Layout().End().Year())
-	_, err = ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(512))
+	_, err = ringflake.New(context.Background(), ringflake.WithLayout(l), ringflake.WithMachineID(512))
 	fmt.Println(err)
 	// Output:
 	// <nil> 511 2199
@@ -211,7 +213,7 @@ func ExampleWithMachineIDSource() {
 	os.Setenv("EXAMPLE_MACHINE_ID", "9")
 	defer os.Unsetenv("EXAMPLE_MACHINE_ID")
 	max := ringflake.DefaultLayout().MaxMachine()
-	g, err := ringflake.New(ringflake.WithMachineIDSource(machineid.Env("EXAMPLE_MACHINE_ID", max)))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(machineid.Env("EXAMPLE_MACHINE_ID", max)))
 	if err != nil {
 		panic(err)
 	}
@@ -221,13 +223,13 @@ func ExampleWithMachineIDSource() {
 }
 
 func ExampleNew_noMachineID() {
-	_, err := ringflake.New()
+	_, err := ringflake.New(context.Background())
 	fmt.Println(errors.Is(err, ringflake.ErrInvalidConfig))
 	// Output: true
 }
 
 func ExampleGenerator_Close() {
-	g, _ := ringflake.New(ringflake.WithMachineID(3))
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(3))
 	fmt.Println(g.Close(), g.Lease().ID) // Close also releases a leased machine ID
 	_, err := g.NextID()
 	fmt.Println(err)
@@ -237,11 +239,12 @@ func ExampleGenerator_Close() {
 }
 
 func ExampleClockError() {
-	// A clock 300 ms behind, with MaxWait 0 and no spare sequence left in
-	// that tick: the error says by how much and how long it waited.
+	// A clock 300 ms behind, with a MaxWait that never waits and no spare
+	// sequence left in that tick: the error says by how much and how long
+	// it waited.
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	l := ringflake.Layout{TimeBits: 60, MachineBits: 1, SequenceBits: 2, Epoch: now.Add(-time.Hour), Tick: time.Millisecond}
-	g, _ := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(0),
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(1), ringflake.WithLayout(l), ringflake.WithMaxWait(-1),
 		ringflake.WithClock(func() time.Time { return now }))
 	now = now.Add(-300 * time.Millisecond)
 	for range 4 {
@@ -271,32 +274,38 @@ func ExampleLayout_Bounds() {
 	// true
 }
 
-func ExampleLayout_MachineBounds() {
-	// Machine 7's IDs of one millisecond.
-	l := ringflake.DefaultLayout()
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	lo, hi, err := l.MachineBounds(7, at, at.Add(l.Tick))
-	fmt.Println(lo, hi-1, hi-lo, err)
-	// Output: 382862780006428672 382862780006432767 4096 <nil>
-}
-
-func ExampleLayout_MaxWorker() {
-	l := ringflake.DefaultLayout()
-	l.DatacenterBits = 5 // Twitter's split: 5 bits of datacenter, 5 of worker
-	fmt.Println(l.MaxMachine(), l.MaxWorker())
-	// Output: 1023 31
-}
-
-func ExampleWithDatacenter() {
+func ExampleLayout_Workers() {
+	// Twitter's split: 5 bits of datacenter, 5 of worker. Datacenter 3's
+	// worker 7 is machine ID lo+7; a lease of datacenter 3's IDs would take
+	// machineid.WithRange(lo, hi).
 	l := ringflake.DefaultLayout()
 	l.DatacenterBits = 5
-	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithDatacenter(3), ringflake.WithMachineID(7)) // worker 7
+	lo, hi, err := l.Workers(3)
+	fmt.Println(lo, hi, err)
+	g, err := ringflake.New(context.Background(), ringflake.WithLayout(l), ringflake.WithMachineID(lo+7))
 	if err != nil {
 		panic(err)
 	}
 	defer g.Close()
 	id, _ := g.NextID()
-	p := g.Layout().Decompose(id)
-	fmt.Println(p.Datacenter, p.Worker, p.Machine, g.Lease().ID)
-	// Output: 3 7 103 103
+	p := l.Decompose(id)
+	fmt.Println(p.Datacenter, p.Worker, p.Machine)
+	// Output:
+	// 96 127 <nil>
+	// 3 7 103
+}
+
+func ExampleGenerator_Ready() {
+	// Ready says whether NextID could issue now without waiting for the
+	// lease: always, for a fixed machine ID, until Close. With a lease, it
+	// is nil while the lease is held and the clock is within its marks, and
+	// otherwise the error NextID would return, with the figures (a readiness
+	// probe's answer and its Retry-After).
+	g, _ := ringflake.New(context.Background(), ringflake.WithMachineID(1))
+	fmt.Println(g.Ready())
+	g.Close()
+	fmt.Println(g.Ready())
+	// Output:
+	// <nil>
+	// ringflake: generator is closed
 }

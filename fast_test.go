@@ -64,7 +64,7 @@ func (g *Generator) nowTick(t *testing.T) int64 {
 // kind of slot it must issue what claim would, or nothing.
 func TestFastMatchesClaim(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithLayout(hourLayout), WithMachineID(5), WithRingSize(8))
+	g, err := New(t.Context(), WithLayout(hourLayout), WithMachineID(5), WithRingSize(8))
 	require.NoError(t, err)
 	seqBits := uint(hourLayout.SequenceBits)
 	mask := uint64(1)<<seqBits - 1
@@ -114,7 +114,7 @@ func TestFastMatchesClaim(t *testing.T) {
 // claim would not, and always issues when claim would for its own tick.
 func TestFastMatchesClaimRandom(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithLayout(hourLayout), WithMachineID(1), WithRingSize(4))
+	g, err := New(t.Context(), WithLayout(hourLayout), WithMachineID(1), WithRingSize(4))
 	require.NoError(t, err)
 	seqBits := uint(hourLayout.SequenceBits)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -143,7 +143,7 @@ func TestFastMatchesClaimRandom(t *testing.T) {
 // floor or above the ceiling is never issued by it.
 func TestFastRespectsBounds(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithLayout(hourLayout), WithMachineID(2))
+	g, err := New(t.Context(), WithLayout(hourLayout), WithMachineID(2))
 	require.NoError(t, err)
 	tick := g.stableTick(t)
 	for _, b := range []bounds{{floor: tick, ceil: g.maxTicks}, {floor: -1, ceil: tick - 1}, {floor: tick + 5, ceil: tick + 10}} {
@@ -169,7 +169,7 @@ func TestFastRespectsBounds(t *testing.T) {
 // that can be held carries them, so a lease change reaches fast's IDs.
 func TestFastUsesTheStatesMachine(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithLayout(hourLayout), WithMachineID(5))
+	g, err := New(t.Context(), WithLayout(hourLayout), WithMachineID(5))
 	require.NoError(t, err)
 	seqBits := hourLayout.SequenceBits
 	assert.Equal(t, int64(5)<<seqBits, g.state.Load().part, "fixed state")

@@ -41,8 +41,8 @@ func FuzzGeneratorUnique(f *testing.F) {
 			readings[i] = at(0, time.Duration(pos)*tiny.Tick/4)
 		}
 		clock := &readClock{f: func(k int64) time.Time { return readings[k%int64(len(readings))] }}
-		g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithMachineID(machine),
-			ringflake.WithClock(clock.Now), ringflake.WithRingSize(ring), ringflake.WithMaxWait(0))
+		g, err := ringflake.New(t.Context(), ringflake.WithLayout(tiny), ringflake.WithMachineID(machine),
+			ringflake.WithClock(clock.Now), ringflake.WithRingSize(ring), ringflake.WithMaxWait(-1))
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
@@ -100,7 +100,7 @@ func FuzzGeneratorUnique(f *testing.F) {
 		if goroutines > 1 {
 			return
 		}
-		// One caller and MaxWait 0: call k read the clock once, and saw
+		// One caller and a MaxWait that never waits: call k read the clock once, and saw
 		// readings[k]. While the readings have not gone back, IDs increase.
 		var last ringflake.ID
 		for _, is := range got[0] {

@@ -1,6 +1,7 @@
 package ringflake
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringflake/ringflake/internal/sentinel"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -34,8 +36,8 @@ type Generator struct {
 	logger    *logger          // nil without WithLogger; written once by New
 	ticks     tickWait         // shares one sleeper among callers waiting for a tick
 
-	leaser    machineid.Leaser // nil unless the machine ID is leased; written once by New
-	stopWatch func()           // stops the lease watch; nil unless leased
+	leased    *leaserClaim // the Leaser's claim, nil unless the machine ID is leased; written once by New
+	stopWatch func()       // stops the lease watch; nil unless leased
 	closeOnce sync.Once
 	closeErr  error // written inside closeOnce
 }
@@ -44,26 +46,33 @@ type Generator struct {
 // [WithMachineID] or [WithMachineIDSource]; every other option has a
 // default.
 //
-// New returns an error wrapping [ErrInvalidConfig] if no machine ID or both
-// kinds are given, an option is out of range, the layout is invalid or
-// cannot issue an ID at the generator's clock's time now (the epoch is
-// ahead of it, or the layout's range has ended), a split layout has no
-// [WithDatacenter] or an unsplit one has it, the source's worker is outside
-// 0..[Layout.MaxWorker], or the machine ID source is a [machineid.Leaser]
-// that a live generator already uses. With [WithLogger], New logs a warning
-// if the layout's range ends within a year of the clock. With a source it
-// also returns the source's error, wrapped (a panic in its MachineID comes
-// back as such an error, naming the panic); one
-// wrapping [context.DeadlineExceeded] if the source did not answer within
-// the acquire timeout; an error holding a [*ClockError] wrapping
-// [ErrMarkAhead], and naming the acquire timeout, if the clock cannot pass
-// the leased ID's inherited mark within what is left of it (at once, without
-// waiting, when the clock says so); and a [*ClockError] wrapping
-// [ErrLeaseLost] if the lease was lost before the generator could issue, or
-// [ErrClockBeforeEpoch] or [ErrTimeOverflow] if the clock left the layout's
-// range while New waited.
-func New(opts ...Option) (*Generator, error) {
-	c := defaultConfig()
+// ctx bounds New's waits: for the machine ID source, and for the clock to
+// pass the mark a leased machine ID inherited. Without a deadline, New gives
+// up after 30 s; a cancelled ctx ends New at once. Either way New returns
+// within 50 ms of ctx's end, whatever its source does, releasing what a
+// Leaser took. ctx only bounds New: the generator outlives it.
+//
+// New returns an error wrapping [ErrInvalidConfig] if ctx is nil, no
+// machine ID or both kinds are given, an option is out of range, the
+// layout is invalid or cannot issue an ID at the generator's clock's time
+// now (the epoch is ahead of it, or the layout's range has ended), the
+// source's machine ID is outside 0..[Layout.MaxMachine], or the machine ID
+// source is a [machineid.Leaser] that a live generator already uses. With
+// [WithLogger], New logs a warning if the layout's range ends within a year
+// of the clock. With a source it also returns the source's error, wrapped
+// (a panic in its MachineID comes back as such an error, naming the panic);
+// one wrapping ctx's error if the source did not answer in time; an error
+// holding a [*ClockError] wrapping [ErrMarkAhead] if the clock cannot pass
+// the leased ID's inherited mark by ctx's deadline (at once, without
+// waiting, when the clock says so), or wrapping [ErrLeaseLost] if the lease
+// is not held by then; and [ErrClockBeforeEpoch] or [ErrTimeOverflow] if
+// the clock left the layout's range while New waited. An error of a
+// Leaser's release on the way out is joined to New's.
+func New(ctx context.Context, opts ...Option) (*Generator, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: New's context is nil; give context.Background() for New's default bound", ErrInvalidConfig)
+	}
+	var c config
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -101,13 +110,18 @@ func New(opts ...Option) (*Generator, error) {
 		g.state.Store(g.fixed(c.machineID))
 		return g, nil
 	}
-	src, err := c.inDatacenter(c.source)
-	if err != nil {
-		return nil, err
+	var b bound
+	if d, ok := ctx.Deadline(); ok {
+		b.deadline = d
+	} else {
+		b.deadline = time.Now().Add(defaultBound)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, b.deadline)
+		defer cancel()
+		b.own = true
 	}
-	if err := g.attach(src, c.acquireTimeout); err != nil {
-		unclaimInner(src)
-		return nil, err
+	if err := g.attach(ctx, b, c.source, c.clock); err != nil {
+		return nil, sentinel.Name("ringflake", err)
 	}
 	return g, nil
 }
@@ -200,23 +214,28 @@ func (g *Generator) Close() error {
 		return nil
 	}
 	g.closeOnce.Do(func() {
-		closedState := &machineState{machine: -1, kind: closed, lease: machineid.Lease{ID: -1, Err: ErrClosed}}
-		if old := g.state.Swap(closedState); old != nil && old.changed != nil {
-			close(old.changed)
-		}
-		if g.stopWatch != nil {
-			g.stopWatch()
-		}
-		if g.leaser != nil {
+		g.shut()
+		if g.leased != nil {
 			// The closed state is stored, so a call that claimed after
 			// this point drops its IDs when it re-checks the state; every
 			// ID returned was claimed before the store, and the scan sees it.
-			g.closeErr = g.leaser.Release(g.issuedUntil())
-			inUse.Delete(g.leaser)
-			unclaimInner(g.leaser)
+			g.closeErr = g.leased.l.Release(g.issuedUntil())
+			g.leased.drop()
 		}
 	})
 	return g.closeErr
+}
+
+// shut stores the closed state, wakes the calls waiting on the one it
+// replaces, and stops following the lease.
+func (g *Generator) shut() {
+	closedState := &machineState{machine: -1, kind: closed, lease: machineid.Lease{ID: -1, Err: ErrClosed}}
+	if old := g.state.Swap(closedState); old != nil && old.changed != nil {
+		close(old.changed)
+	}
+	if g.stopWatch != nil {
+		g.stopWatch()
+	}
 }
 
 // issuedUntil returns the last instant of the latest tick issued, or the

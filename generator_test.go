@@ -1,6 +1,7 @@
 package ringflake_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -133,7 +134,7 @@ func TestGeneratorHostileClocksConcurrent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clock := &readClock{f: f}
-			g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithMachineID(machine),
+			g, err := ringflake.New(t.Context(), ringflake.WithLayout(tiny), ringflake.WithMachineID(machine),
 				ringflake.WithClock(clock.Now), ringflake.WithRingSize(ring),
 				ringflake.WithMaxWait(2*time.Millisecond))
 			require.NoError(t, err)
@@ -171,7 +172,7 @@ func TestGeneratorOrderingWithMonotonicClock(t *testing.T) {
 	// needs more readings, not more time: MaxWait is generous so that a
 	// loaded machine's slow sleeps cannot turn this into a timing test.
 	clock := fakeclock.NewTicker(at(5, 0), 37*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(4),
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(4),
 		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	var last ringflake.ID
@@ -186,8 +187,8 @@ func TestGeneratorOrderingWithMonotonicClock(t *testing.T) {
 func TestGeneratorStepBackServesSpareSpace(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
-		ringflake.WithRingSize(64), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
+		ringflake.WithRingSize(64), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	first, err := g.NextID()
 	require.NoError(t, err)
@@ -219,8 +220,8 @@ func TestGeneratorStepBackServesSpareSpace(t *testing.T) {
 func TestGeneratorErrorsSayHowFar(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
-		ringflake.WithRingSize(4), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
+		ringflake.WithRingSize(4), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	for range 16 - ringflake.FreshStart(g, at(100, 0)) { // the tick's sequence, from its start
 		_, err := g.NextID()
@@ -237,7 +238,7 @@ func TestGeneratorErrorsSayHowFar(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.ErrorIs(t, err, ringflake.ErrClockBehind)
 	assert.Equal(t, 4*time.Millisecond, ce.By, "how far behind the slot's tick")
-	assert.Equal(t, time.Duration(0), ce.Waited, "MaxWait 0 never waits")
+	assert.Equal(t, time.Duration(0), ce.Waited, "a negative MaxWait never waits")
 	assert.Contains(t, err.Error(), "4ms behind")
 
 	clock.Set(tiny.Epoch.Add(-time.Second))
@@ -248,7 +249,7 @@ func TestGeneratorErrorsSayHowFar(t *testing.T) {
 
 	end := ringflake.Layout{TimeBits: 8, MachineBits: 1, SequenceBits: 54, Epoch: tiny.Epoch, Tick: time.Second}
 	clock.Set(end.End().Add(-time.Millisecond)) // New checks that the layout can issue now
-	g2, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(end), ringflake.WithClock(clock.Now))
+	g2, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(end), ringflake.WithClock(clock.Now))
 	require.NoError(t, err)
 	clock.Set(end.End().Add(time.Millisecond))
 	_, err = g2.NextID()
@@ -268,7 +269,7 @@ func TestGeneratorWaitsForNextTick(t *testing.T) {
 	// few short sleeps; with a generous MaxWait no call fails, however
 	// slowly a loaded machine sleeps.
 	clock := fakeclock.NewTicker(at(7, 0), 250*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now),
 		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 8, 200)
@@ -290,22 +291,62 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"machine too big", []ringflake.Option{ringflake.WithMachineID(1024)}, "machine ID = 1024; valid range 0..1023"},
 		{"negative ring", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithRingSize(-1)}, "ring size = -1; valid range 1..4194304"},
 		{"ring too big", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithRingSize(math.MaxInt)}, "valid range 1..4194304"},
-		{"negative wait", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithMaxWait(-time.Second)}, "max wait = -1s"},
 		{"bits not 63", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 11, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "41+10+11 = 62; want a sum of 63"},
 		{"tick under 1µs", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: tiny.Epoch, Tick: time.Microsecond - 1})}, "Layout.Tick = 999ns; valid range at least 1µs (0 means 1ms)"},
 		{"epoch ahead of the clock", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Tick: time.Millisecond, Epoch: time.Now().Add(time.Hour)})}, "is ahead of the clock"},
 		{"epoch ahead of an injected clock", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return tiny.Epoch.Add(-time.Nanosecond) }), ringflake.WithLayout(tiny)}, "is ahead of the clock"},
 		{"layout already ended", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 20, MachineBits: 10, SequenceBits: 33, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "the layout's range ended at 2024-01-01T00:17:28.576Z"},
-		{"negative acquire timeout", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithAcquireTimeout(-time.Second)}, "acquire timeout = -1s"},
 		{"machine bits too few", []ringflake.Option{ringflake.WithLayout(tiny), ringflake.WithMachineID(32)}, "machine ID = 32; valid range 0..31"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := ringflake.New(tt.opts...)
+			g, err := ringflake.New(t.Context(), tt.opts...)
 			assert.Nil(t, g)
 			require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
 			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	var none context.Context
+	_, err := ringflake.New(none, ringflake.WithMachineID(1))
+	require.ErrorIs(t, err, ringflake.ErrInvalidConfig, "a nil context")
+	assert.Contains(t, err.Error(), "New's context is nil")
+}
+
+// TestZeroMeansTheDefault checks that 0 means the default for the options
+// that take a size or a duration, and that a negative MaxWait never waits:
+// with a frozen clock and its tick used up, MaxWait 0 waits the default
+// 100 ms before it fails, and -1 fails at once.
+func TestZeroMeansTheDefault(t *testing.T) {
+	t.Parallel()
+	frozen := func() time.Time { return at(5000, 0) }
+	for _, tt := range []struct {
+		name    string
+		maxWait time.Duration
+		waits   bool
+	}{
+		{"zero is the default 100ms", 0, true},
+		{"negative never waits", -1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen),
+				ringflake.WithMaxWait(tt.maxWait), ringflake.WithRingSize(0))
+			require.NoError(t, err)
+			issued := 0
+			for ; err == nil; issued++ {
+				_, err = g.NextID()
+			}
+			issued-- // the call that failed
+			assert.GreaterOrEqual(t, issued, 9, "a fresh tick starts below half of its 16 sequences")
+			require.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
+			var ce *ringflake.ClockError
+			require.ErrorAs(t, err, &ce)
+			if tt.waits {
+				assert.Greater(t, ce.Waited, 90*time.Millisecond, "MaxWait 0 waits the default 100ms, less at most the tick it would overrun")
+			} else {
+				assert.Zero(t, ce.Waited, "a negative MaxWait never waits")
+			}
 		})
 	}
 }
@@ -322,7 +363,7 @@ func TestZeroAndClosedGenerator(t *testing.T) {
 	assert.Equal(t, int64(-1), nilGen.Lease().ID)
 	assert.ErrorIs(t, zero.Lease().Err, ringflake.ErrClosed)
 
-	g, err := ringflake.New(ringflake.WithMachineID(9))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(9))
 	require.NoError(t, err)
 	assert.Equal(t, machineid.Lease{ID: 9, Held: true}, g.Lease())
 	assert.Equal(t, ringflake.DefaultLayout(), g.Layout())
@@ -336,7 +377,7 @@ func TestZeroAndClosedGenerator(t *testing.T) {
 }
 
 func TestNextIDAllocatesNothing(t *testing.T) {
-	g, err := ringflake.New(ringflake.WithMachineID(1))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1))
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(1000, func() {
 		if _, err := g.NextID(); err != nil {
@@ -348,7 +389,7 @@ func TestNextIDAllocatesNothing(t *testing.T) {
 
 func TestDefaultClockIsWallClock(t *testing.T) {
 	t.Parallel()
-	g, err := ringflake.New(ringflake.WithMachineID(3))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(3))
 	require.NoError(t, err)
 	before := time.Now().Truncate(time.Millisecond)
 	id, err := g.NextID()
@@ -364,7 +405,7 @@ func TestDefaultClockIsWallClock(t *testing.T) {
 // callers wait for ticks and every ID is distinct.
 func TestGeneratorRealClockConcurrent(t *testing.T) {
 	t.Parallel()
-	g, err := ringflake.New(ringflake.WithMachineID(1023), ringflake.WithMaxWait(10*time.Second))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1023), ringflake.WithMaxWait(10*time.Second))
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 16, 5000)
 	require.Empty(t, errs, "a steady real clock never fails within a generous wait")

@@ -46,9 +46,10 @@ type Layout struct {
 	Tick time.Duration
 	// DatacenterBits is how many of the machine ID's bits, the high ones,
 	// are the datacenter, 0..MachineBits; the rest are the worker within
-	// it. 0, the default, means no split. With a split, a generator takes
-	// its datacenter from [WithDatacenter] and its worker from its machine
-	// ID source, and Decompose reports both.
+	// it. 0, the default, means no split. It is a view of the machine ID:
+	// Decompose reports both parts, and [Layout.Workers] gives a
+	// datacenter's machine IDs; a generator issues with the whole machine
+	// ID all the same.
 	DatacenterBits int
 }
 
@@ -136,16 +137,28 @@ var (
 // or -1 if MachineBits is outside 0..61.
 func (l Layout) MaxMachine() int64 { return maxOf(l.MachineBits, 61) }
 
-// MaxWorker returns the largest worker ID l can hold within one
-// datacenter, 2^(MachineBits-DatacenterBits)-1: the range a machine ID
-// source gives a generator with a datacenter split, such as a lease's
-// range. Without a split it is MaxMachine. It returns -1 if the bits are
-// out of range.
-func (l Layout) MaxWorker() int64 {
-	if l.DatacenterBits < 0 || l.DatacenterBits > l.MachineBits {
-		return -1
+// Workers returns the machine IDs of datacenter dc's workers, lo..hi
+// inclusive, under a layout whose machine ID is split into datacenter and
+// worker (DatacenterBits): datacenter dc's worker w has machine ID lo+w.
+// Give a generator ringflake.WithMachineID(lo+w), or lease one of the
+// datacenter's IDs with machineid.WithRange(lo, hi). It returns an error
+// wrapping [ErrInvalidConfig] if l is invalid, has no datacenter split, or
+// dc is outside 0..2^DatacenterBits-1. It is safe for concurrent use.
+func (l Layout) Workers(dc int64) (lo, hi int64, err error) {
+	l = l.withDefaults()
+	if err := l.validate(); err != nil {
+		return 0, 0, err
 	}
-	return maxOf(l.MachineBits-l.DatacenterBits, 61)
+	maxDC := maxOf(l.DatacenterBits, 61)
+	switch {
+	case l.DatacenterBits == 0:
+		return 0, 0, fmt.Errorf("%w: the layout has no datacenter split (Layout.DatacenterBits is 0), so no datacenter's workers", ErrInvalidConfig)
+	case dc < 0 || dc > maxDC:
+		return 0, 0, configErr("datacenter", dc, fmt.Sprintf("0..%d (Layout.DatacenterBits %d)", maxDC, l.DatacenterBits))
+	}
+	workerBits := uint(l.MachineBits - l.DatacenterBits)
+	lo = dc << workerBits
+	return lo, lo + maxOf(int(workerBits), 61), nil
 }
 
 func maxOf(bits, limit int) int64 {
@@ -247,7 +260,7 @@ func (l Layout) Decompose(id ID) Parts {
 		Sequence: int64(v) & maxOf(l.SequenceBits, 62),
 	}
 	wb := uint(l.MachineBits - l.DatacenterBits)
-	p.Datacenter, p.Worker = p.Machine>>wb, p.Machine&l.MaxWorker()
+	p.Datacenter, p.Worker = p.Machine>>wb, p.Machine&maxOf(int(wb), 61)
 	p.Time = l.timeOf(p.Ticks)
 	return p
 }
@@ -314,8 +327,8 @@ func (l Layout) partMachine(p Parts) (int64, error) {
 	switch {
 	case p.Datacenter < 0 || p.Datacenter > maxDC:
 		return 0, configErr("Parts.Datacenter", p.Datacenter, fmt.Sprintf("0..%d (Layout.DatacenterBits %d)", maxDC, l.DatacenterBits))
-	case p.Worker < 0 || p.Worker > l.MaxWorker():
-		return 0, configErr("Parts.Worker", p.Worker, fmt.Sprintf("0..%d", l.MaxWorker()))
+	case p.Worker < 0 || p.Worker > maxOf(l.MachineBits-l.DatacenterBits, 61):
+		return 0, configErr("Parts.Worker", p.Worker, fmt.Sprintf("0..%d", maxOf(l.MachineBits-l.DatacenterBits, 61)))
 	}
 	c := p.Datacenter<<uint(l.MachineBits-l.DatacenterBits) | p.Worker
 	if m != 0 && m != c {

@@ -122,7 +122,7 @@ func TestLayoutMethodsOnInvalidLayouts(t *testing.T) {
 func TestZeroTimeClockReportsAPositiveGap(t *testing.T) {
 	t.Parallel()
 	now := time.Now() // New checks that the layout can issue now
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return now }))
 	require.NoError(t, err)
 	now = time.Time{}
 	_, err = g.NextID()
@@ -143,7 +143,7 @@ func TestLayoutDefaults(t *testing.T) {
 	assert.True(t, sony.End().Equal(def.Epoch.Add((1<<39)*time.Millisecond)), "End %v: 2^39 ms from 2024-01-01", sony.End())
 	p := sony.Decompose(1<<24 | 5<<8 | 3)
 	assert.Equal(t, ringflake.Parts{Time: def.Epoch.Add(time.Millisecond), Ticks: 1, Machine: 5, Worker: 5, Sequence: 3}, p)
-	g, err := ringflake.New(ringflake.WithMachineID(5), ringflake.WithLayout(sony))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(5), ringflake.WithLayout(sony))
 	require.NoError(t, err, "New takes the layout with its defaults")
 	assert.Equal(t, time.Millisecond, g.Layout().Tick, "Layout reports the default it used")
 	assert.True(t, g.Layout().Epoch.Equal(def.Epoch))
@@ -153,7 +153,7 @@ func TestLayoutDefaults(t *testing.T) {
 		l.Tick = tick
 		want := "Layout.Tick = " + tick.String() + "; valid range at least 1µs (0 means 1ms)"
 		assert.ErrorContains(t, ringflake.LayoutValidate(l), want, "the layout's own check")
-		_, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(l))
+		_, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(l))
 		assert.ErrorContains(t, err, want, "New states the same minimum")
 		assert.True(t, l.End().IsZero(), "an invalid tick has no End")
 	}
@@ -215,10 +215,47 @@ func TestLayoutDecomposeDatacenter(t *testing.T) {
 	assert.Equal(t, int64(17<<5|30), p.Machine)
 	assert.Equal(t, int64(17), p.Datacenter)
 	assert.Equal(t, int64(30), p.Worker)
-	assert.Equal(t, int64(31), l.MaxWorker())
-	assert.Equal(t, int64(1023), ringflake.DefaultLayout().MaxWorker(), "no split: the whole machine ID")
 	l.DatacenterBits = 11
 	assert.ErrorContains(t, ringflake.LayoutValidate(l), "Layout.DatacenterBits = 11; valid range 0..10 (Layout.MachineBits)")
-	assert.Equal(t, int64(-1), l.MaxWorker())
 	assert.Equal(t, ringflake.Parts{}, l.Decompose(1), "an invalid split decodes to zero Parts")
+}
+
+// Workers gives a datacenter's machine IDs, whose IDs decompose to that
+// datacenter and each worker, and refuses a datacenter out of range or a
+// layout without a split.
+func TestLayoutWorkers(t *testing.T) {
+	t.Parallel()
+	l := ringflake.DefaultLayout()
+	l.DatacenterBits = 5
+	for _, dc := range []int64{0, 3, 31} {
+		lo, hi, err := l.Workers(dc)
+		require.NoError(t, err)
+		assert.Equal(t, int64(31), hi-lo, "datacenter %d has 32 workers", dc)
+		for w := int64(0); w <= hi-lo; w++ {
+			id, err := l.Compose(ringflake.Parts{Ticks: 1, Machine: lo + w})
+			require.NoError(t, err)
+			p := l.Decompose(id)
+			assert.Equal(t, dc, p.Datacenter, "machine ID %d", lo+w)
+			assert.Equal(t, w, p.Worker, "machine ID %d", lo+w)
+		}
+	}
+	one := ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, DatacenterBits: 10}
+	lo, hi, err := one.Workers(1023)
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{1023, 1023}, [2]int64{lo, hi}, "all bits datacenter: one worker each")
+	for _, tt := range []struct {
+		name string
+		l    ringflake.Layout
+		dc   int64
+		want string
+	}{
+		{"no split", ringflake.DefaultLayout(), 0, "no datacenter split"},
+		{"datacenter too big", l, 32, "datacenter = 32; valid range 0..31 (Layout.DatacenterBits 5)"},
+		{"negative datacenter", l, -1, "datacenter = -1"},
+		{"invalid layout", ringflake.Layout{TimeBits: 1}, 0, "Layout"},
+	} {
+		_, _, err := tt.l.Workers(tt.dc)
+		assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, tt.name)
+		assert.ErrorContains(t, err, tt.want, tt.name)
+	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
+	"github.com/ringflake/ringflake/internal/holderclock"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -20,7 +22,7 @@ type machineState struct {
 	b       bounds
 	kind    stateKind
 	lease   machineid.Lease // what Generator.Lease reports
-	lost    error           // for kind lost: ErrLeaseLost, wrapped with the lease's cause
+	lost    error           // for kind lost: ErrLeaseLost, or an error wrapping it and the lease's cause
 
 	// changed is closed by whoever replaces this state, so a call waiting
 	// for a lease wakes when the lease changes instead of polling. It is nil
@@ -56,78 +58,87 @@ func (g *Generator) withPart(st *machineState) *machineState {
 	return st
 }
 
-// inUse holds the Leasers that live generators follow, so that one Leaser
-// cannot serve two generators: both would issue with its one machine ID.
-var inUse sync.Map // machineid.Leaser → struct{}
-
-// errLeaserInUse is returned by New for a Leaser that a live generator uses.
-var errLeaserInUse = fmt.Errorf("%w: this machineid.Leaser already serves a live generator, and both would issue with its one machine ID; give each generator its own Leaser (its own lease)", ErrInvalidConfig)
-
-// claimLeaser records l as in use, or returns why it cannot be.
-func claimLeaser(l machineid.Leaser) (err error) {
-	defer func() {
-		if recover() != nil { // a map key must be comparable
-			err = fmt.Errorf("%w: a machineid.Leaser must be comparable, such as a pointer; %T is not", ErrInvalidConfig, l)
-		}
-	}()
-	if _, taken := inUse.LoadOrStore(l, struct{}{}); taken {
-		return errLeaserInUse
-	}
-	return nil
-}
-
-// attach gets the machine ID from src and, if src is a [machineid.Leaser],
-// starts following its lease and waits out the mark it inherited; all
-// within timeout.
-func (g *Generator) attach(src machineid.Source, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+// attach gets the machine ID from src within ctx and, if src is a
+// [machineid.Leaser], starts following its lease and waits out the mark it
+// inherited, within ctx too. On failure it releases what a Leaser took and
+// returns New's error, joined with the release's.
+func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, clock func() time.Time) error {
 	leaser, leased := src.(machineid.Leaser)
-	if leased {
-		if err := claimLeaser(leaser); err != nil {
-			return err
-		}
-		// Until the generator's Close owns the claim, this call undoes
-		// it, on every way out, a panic in the leaser's Watch included.
-		// Not after Close: by then another New may have claimed l anew.
-		defer func() {
-			if g.leaser == nil {
-				inUse.Delete(leaser)
-			}
-		}()
-	}
-	id, err := acquire(src, leaser, timeout)
-	if err == nil && (id < 0 || id > g.layout.MaxMachine()) {
-		err = configErr("machine ID from source", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
-		if leased {
-			releaseWithin(leaser, time.Time{}, deadline)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("ringflake: getting machine ID: %w", err)
-	}
 	if !leased {
+		id, err := g.acquire(ctx, b, src, nil)
+		if err == nil {
+			err = g.checkID(id)
+		}
+		if err != nil {
+			return fmt.Errorf("getting the machine ID: %w", err)
+		}
 		g.state.Store(g.fixed(id))
 		return nil
 	}
+	c, err := claimLeaser(ctx, leaser)
+	if err != nil {
+		return err
+	}
+	// From here on this call owns the claim, until it hands it to the
+	// generator, to a release in the background, or drops it. The deferred
+	// drop covers a panic in the leaser's Watch, which goes on to New's
+	// caller as a direct call's would.
+	owned := true
+	defer func() {
+		if owned {
+			c.drop()
+		}
+	}()
+	holderclock.Set(leaser, clock)
+	id, err := g.acquire(ctx, b, src, c)
+	switch {
+	case errors.Is(err, errAbandoned):
+		owned = false // the release in the background drops it
+		return fmt.Errorf("getting the machine ID: %w", err)
+	case err == nil:
+		err = g.checkID(id)
+	}
+	if err != nil {
+		owned = false
+		return g.giveUp(ctx, c, time.Time{}, fmt.Errorf("getting the machine ID: %w", err))
+	}
 	g.state.Store(&machineState{machine: id, kind: pending, lease: machineid.Lease{ID: id}, changed: make(chan struct{})})
 	g.stopWatch = leaser.Watch(g.setLease)
-	g.leaser = leaser // from here on Close releases the lease and the claim
-	if err := g.awaitMark(deadline, timeout); err != nil {
-		_ = g.Close()
-		return err
+	if err := g.awaitMark(ctx, b); err != nil {
+		owned = false
+		g.shut()
+		return g.giveUp(ctx, c, g.issuedUntil(), err)
+	}
+	owned = false
+	g.leased = c // from here on Close releases the lease and drops the claim
+	return nil
+}
+
+// checkID returns an error wrapping ErrInvalidConfig for a machine ID from
+// a source that the layout cannot hold.
+func (g *Generator) checkID(id int64) error {
+	if id < 0 || id > g.layout.MaxMachine() {
+		return configErr("machine ID from the source", id, fmt.Sprintf("0..%d", g.layout.MaxMachine()))
 	}
 	return nil
 }
 
-// acquireGrace is how long after the acquire timeout New still waits for a
-// source that honours its context's deadline to return its own error, which
-// says more than New's.
+// acquireGrace is how long after New's context ends New still waits for a
+// source that honours its context to return its own error, which says
+// more than New's, and for a release to end.
 const acquireGrace = 50 * time.Millisecond
 
-// acquire asks src for a machine ID with a context whose deadline is timeout
-// away. A source must honour its context; acquire enforces the bound all
-// the same, by asking on a goroutine and giving up timeout+acquireGrace
-// later. A leaser whose answer comes after that is released there.
+// errAbandoned marks acquire's error for a call it gave up on, whose late
+// answer a goroutine releases.
+var errAbandoned = errors.New("no answer")
+
+// acquire asks src for a machine ID within ctx. A source must honour its
+// context; acquire enforces the bound all the same, by asking on a
+// goroutine and giving up acquireGrace after ctx ends. It then returns an
+// error wrapping errAbandoned and ctx's error, and, with a Leaser's claim
+// c, hands c to a goroutine that releases the late answer and drops c after
+// the release, so that a New retried on the same Leaser waits for that,
+// rather than share the lease the release frees.
 //
 // A panic in src becomes an error that names src's type and the panic's
 // value (and wraps it, if it is an error). Passing the panic on would not
@@ -135,50 +146,35 @@ const acquireGrace = 50 * time.Millisecond
 // whose stack is gone by then, so a re-panic would tell no more than the
 // error does, and it would take down a caller, such as a service starting
 // up, that can report a failed New and retry.
-func acquire(src machineid.Source, leaser machineid.Leaser, timeout time.Duration) (int64, error) {
+func (g *Generator) acquire(ctx context.Context, b bound, src machineid.Source, c *leaserClaim) (int64, error) {
 	type answer struct {
-		id    int64
-		err   error
-		panic any
+		id  int64
+		err error
 	}
 	got := make(chan answer, 1) // buffered: the goroutine never blocks on a caller that gave up
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	go func() {
-		defer cancel()
 		a := answer{id: -1, err: errSourceExited}
 		defer func() {
 			if p := recover(); p != nil {
-				a = answer{id: -1, panic: p}
+				a = answer{id: -1, err: sourcePanicked(src, p)}
 			}
 			got <- a
 		}()
 		id, err := src.MachineID(ctx)
 		a = answer{id: id, err: err}
 	}()
-	wait := timeout + acquireGrace
-	if wait < timeout {
-		wait = time.Duration(1<<63 - 1) // a timeout meant as "forever" must not wrap round to none
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case a := <-got:
-		if a.panic != nil || a.err != nil {
-			if leaser != nil {
-				// It may hold what it took before it failed.
-				releaseWithin(leaser, time.Time{}, time.Now().Add(acquireGrace))
-			}
-			if a.panic != nil {
-				a.err = sourcePanicked(src, a.panic)
-			}
-		}
+	if a, ok := untilGrace(ctx, got); ok {
 		return a.id, a.err
-	case <-t.C:
-		if leaser != nil {
-			go func() { <-got; _ = leaser.Release(time.Time{}) }()
-		}
-		return -1, fmt.Errorf("no answer within the acquire timeout (%v): %w", timeout, context.DeadlineExceeded)
 	}
+	if c != nil {
+		a := c.abandon()
+		go func() {
+			<-got
+			g.logRelease(a.l.Release(time.Time{}))
+			a.drop()
+		}()
+	}
+	return -1, fmt.Errorf("%w from the machine ID source (%T) %s: %w", errAbandoned, src, b.ended(ctx), ctx.Err())
 }
 
 // errSourceExited is the outcome of a source's call that neither returned
@@ -193,63 +189,109 @@ func sourcePanicked(src machineid.Source, p any) error {
 	return fmt.Errorf("the machine ID source (%T) panicked: %v", src, p)
 }
 
-// releaseWithin releases l and waits for that until deadline at the most;
-// a release still running then finishes in the background.
-func releaseWithin(l machineid.Leaser, issued time.Time, deadline time.Time) {
-	done := make(chan struct{})
+// giveUp releases the Leaser of c, which New will not use, telling it
+// issued, and returns err joined with the release's error. It waits for
+// the release until ctx ends and acquireGrace past that; a release still
+// running then goes on in the background, which logs its error and drops
+// c when it ends. The caller hands c over.
+func (g *Generator) giveUp(ctx context.Context, c *leaserClaim, issued time.Time, err error) error {
+	done := make(chan error, 1)
+	go func() { done <- c.l.Release(issued) }()
+	if rerr, ok := untilGrace(ctx, done); ok {
+		c.drop()
+		if rerr != nil {
+			err = errors.Join(err, fmt.Errorf("releasing the machine ID's lease: %w", rerr))
+		}
+		return err
+	}
+	a := c.abandon()
 	go func() {
-		defer close(done)
-		_ = l.Release(issued)
+		g.logRelease(<-done)
+		a.drop()
 	}()
-	t := time.NewTimer(max(time.Until(deadline), 0))
-	defer t.Stop()
+	return err
+}
+
+// untilGrace waits for a value on ch until ctx ends and acquireGrace past
+// that, and reports what came and whether it came.
+func untilGrace[T any](ctx context.Context, ch <-chan T) (T, bool) {
 	select {
-	case <-done:
-	case <-t.C:
+	case v := <-ch:
+		return v, true
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(acquireGrace)
+	defer grace.Stop()
+	select {
+	case v := <-ch:
+		return v, true
+	case <-grace.C:
+		var zero T
+		return zero, false
 	}
 }
 
-// awaitMark waits, until deadline in real time, until the generator can
-// issue: the lease held, the clock past the mark it inherited and not past
-// the one confirmed. It plans each wait with plan, as NextID does, with
-// what is left of the acquire timeout in place of MaxWait, and logs a wait
-// for the mark once it knows it will make it. It returns a *ClockError
-// wrapping ErrMarkAhead, wrapped in turn with the acquire timeout, if the
-// clock cannot pass the inherited mark by the deadline (at once if the
-// plan says so), or wrapping ErrLeaseLost if the lease is not held, or not
-// confirmed as far as the clock, by then.
-func (g *Generator) awaitMark(deadline time.Time, timeout time.Duration) error {
-	var a attempt
-	budget := time.Until(deadline)
+// logRelease logs a release that New gave up waiting for, if it failed:
+// nobody else hears of it.
+func (g *Generator) logRelease(err error) {
+	if err != nil {
+		g.log(logReleaseFailed, slog.Any("error", err))
+	}
+}
+
+// awaitMark waits, within ctx, until the generator can issue: the lease
+// held, the clock past the mark it inherited and not past the one
+// confirmed. It judges that as Ready does, sleeps for the mark as NextID
+// does, with what is left of b in place of MaxWait, and logs a wait for
+// the mark once it knows it will make it. It returns a *ClockError wrapping
+// ErrMarkAhead, wrapped in turn with b, if the clock cannot pass the
+// inherited mark by b's end (at once if the clock says so), or wrapping
+// ErrLeaseLost if the lease is not held, or not confirmed as far as the
+// clock, by then; and ctx's error with it if ctx ended first.
+func (g *Generator) awaitMark(ctx context.Context, b bound) error {
+	var start time.Time // of the first wait
 	logged := false
 	for {
-		if err := g.look(&a); err != nil {
-			return err
-		}
-		a.st = g.state.Load()
-		if a.st.kind == closed {
+		st := g.state.Load()
+		if st.kind == closed {
 			return ErrClosed
 		}
-		if a.cs = a.st.standing(a.ticks); a.cs == claimed {
+		r, d := g.read()
+		ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
+		if !ok {
+			return g.rangeError(r.time(), d)
+		}
+		cs, fail, need := g.standing(st, ticks, d)
+		if cs == claimed {
 			return nil
 		}
-		need, _, fail := g.plan(&a)
-		// A lease report, or its mark raised, may come before the clock
-		// says so: for those, wait what is left rather than fail at once.
-		sleepFor, err := a.budget(budget, need, fail, a.cs != belowFloor)
-		if err != nil {
-			err.Clock = a.r.time()
-			if a.cs == belowFloor {
-				return fmt.Errorf("%w; the acquire timeout (%v) ends first: raise it with WithAcquireTimeout, or set the clock right if it is behind", err, timeout)
+		fail.Clock = r.time()
+		if !start.IsZero() {
+			fail.Waited = time.Since(start)
+		}
+		left := time.Until(b.deadline)
+		switch {
+		case ctx.Err() != nil || left <= 0:
+			end := ctx.Err()
+			if end == nil {
+				end = context.DeadlineExceeded
 			}
-			return err
+			return fmt.Errorf("%w; %s: %w", &fail, b.endedFirst(ctx), end)
+		case cs == belowFloor && need > left:
+			return fmt.Errorf("%w; %s ends first: %s", &fail, b, b.advice())
 		}
-		if a.cs == belowFloor && !logged {
+		if cs == belowFloor && !logged {
 			logged = true
-			g.log(logMarkWait, slog.Int64("machine", a.st.machine), slog.Duration("wait", need),
-				slog.Time("until", a.r.time().Add(need)), slog.Time("mark", a.st.lease.After))
+			g.log(logMarkWait, slog.Int64("machine", st.machine), slog.Duration("wait", need),
+				slog.Time("until", r.time().Add(need)), slog.Time("mark", st.lease.After))
 		}
-		waitChange(a.st.changed, min(sleepFor, markRecheck))
+		// A lease report, or its mark raised, may come before the clock
+		// says so, and a clock put right (stepped forward) ends the wait
+		// early: look again at least every markRecheck.
+		if start.IsZero() {
+			start = time.Now()
+		}
+		waitChange(st.changed, ctx.Done(), min(need, left, markRecheck))
 	}
 }
 
@@ -257,18 +299,78 @@ func (g *Generator) awaitMark(deadline time.Time, timeout time.Duration) error {
 // put right while it waits (stepped forward) ends the wait soon.
 const markRecheck = 100 * time.Millisecond
 
-// standing says whether st lets a generator whose ring has issued nothing
-// issue at tick, as claim would judge it: claimed if so, else why not.
-func (st *machineState) standing(tick int64) claimStatus {
+// standing says whether st lets a call issue at ticks, the clock's tick at
+// offset d from the epoch, as claim would judge it for a ring that has
+// issued nothing: claimed if so; else why not, with leaseFail's error and
+// wait. Ready and New's wait judge the lease here.
+func (g *Generator) standing(st *machineState, ticks int64, d time.Duration) (claimStatus, ClockError, time.Duration) {
+	cs := claimed
 	switch {
 	case st.kind != held:
-		return notHeld
-	case tick <= st.b.floor:
-		return belowFloor
-	case tick > st.b.ceil:
-		return aboveCeil
+		cs = notHeld
+	case ticks <= st.b.floor:
+		cs = belowFloor
+	case ticks > st.b.ceil:
+		cs = aboveCeil
+	default:
+		return claimed, ClockError{}, 0
 	}
-	return claimed
+	fail, need := g.leaseFail(st, cs, d)
+	return cs, fail, need
+}
+
+// leaseFail returns the error of a call that cannot wait, whose claim the
+// lease's state st refused as cs, for a clock at offset d from the epoch
+// (Clock and Waited are the caller's to fill in), and how long, by the
+// clock, until a wait may end it: until the first tick past the inherited
+// mark; for ever (math.MaxInt64) while the lease is not held, since only a
+// report can change that; leasePoll past the confirmed mark, which a
+// renewal raises without a word to the clock. Ready, New's wait and
+// NextID's all explain a lease's refusal here.
+func (g *Generator) leaseFail(st *machineState, cs claimStatus, d time.Duration) (ClockError, time.Duration) {
+	switch cs {
+	case notHeld:
+		err := st.lost
+		if err == nil {
+			err = ErrLeaseLost
+		}
+		return ClockError{Err: err}, math.MaxInt64
+	case belowFloor:
+		need := g.span(st.b.floor+1) - d
+		return ClockError{Err: ErrMarkAhead, By: need}, need
+	}
+	return ClockError{Err: ErrLeaseLost, By: max(d-g.span(st.b.ceil+1), 0)}, leasePoll(g.layout.Tick)
+}
+
+// Ready reports whether NextID could issue now without waiting for the
+// lease or for its mark. It returns nil if so, and otherwise the error a
+// call that could not wait would return: [ErrClosed]; a [*ClockError]
+// wrapping [ErrClockBeforeEpoch] or [ErrTimeOverflow] for a clock outside
+// the layout's range; one wrapping [ErrMarkAhead], whose By is how long
+// until the clock passes the mark the lease inherited; or one wrapping
+// [ErrLeaseLost], and the lease's cause, while the lease is not held (By
+// 0) or the clock is past the mark the store confirmed (By says how far).
+// A fixed machine ID is ready while the clock is in the layout's range.
+// Ready does not count in [Stats], and allocates nothing while ready; it
+// is what a readiness probe asks. It is safe for concurrent use.
+func (g *Generator) Ready() error {
+	if g == nil || g.clock == nil && g.wall == nil {
+		return ErrClosed
+	}
+	st := g.state.Load()
+	if st.kind == closed {
+		return ErrClosed
+	}
+	r, d := g.read()
+	ticks, ok := g.layout.ticksAt(d, g.maxTicks, g.recip)
+	if !ok {
+		return g.rangeError(r.time(), d)
+	}
+	if cs, fail, _ := g.standing(st, ticks, d); cs != claimed {
+		fail.Clock = r.time()
+		return &fail
+	}
+	return nil
 }
 
 // setLease turns a lease report into the state that claims check.
@@ -294,7 +396,10 @@ func (g *Generator) setLease(l machineid.Lease) {
 	}
 }
 
-// stateOf returns the machine state a lease report stands for.
+// stateOf returns the machine state a lease report stands for. A held
+// lease of a machine ID the layout cannot hold is reported as it is, but
+// not held: its ID is nobody else's, and the generator issues nothing with
+// it.
 func (g *Generator) stateOf(l machineid.Lease) *machineState {
 	next := &machineState{
 		machine: l.ID,
@@ -303,16 +408,14 @@ func (g *Generator) stateOf(l machineid.Lease) *machineState {
 		changed: make(chan struct{}),
 	}
 	switch {
+	case !l.Held:
+		next.kind = lost
+		next.lost = lostBecause(l.Err)
 	case l.ID < 0 || l.ID > g.layout.MaxMachine():
 		next.kind = lost
 		next.machine = -1 // never issued with
 		next.lost = fmt.Errorf("%w: the lease holds machine ID %d, outside the layout's 0..%d", ErrLeaseLost, l.ID, g.layout.MaxMachine())
-	case !l.Held:
-		next.kind = lost
-		next.lost = ErrLeaseLost
-		if l.Err != nil {
-			next.lost = fmt.Errorf("%w: %w", ErrLeaseLost, l.Err)
-		}
+		next.lease.Held, next.lease.Err = false, next.lost
 	}
 	if !l.After.IsZero() {
 		next.b.floor = g.tickAt(l.After)
@@ -321,6 +424,19 @@ func (g *Generator) stateOf(l machineid.Lease) *machineState {
 		next.b.ceil = g.tickAt(l.Until)
 	}
 	return g.withPart(next)
+}
+
+// lostBecause returns the error of a lease that is not held for cause:
+// cause itself if it says the lease is lost already, so that the message
+// does not say so twice; else ErrLeaseLost, with cause if there is one.
+func lostBecause(cause error) error {
+	switch {
+	case cause == nil:
+		return ErrLeaseLost
+	case errors.Is(cause, ErrLeaseLost):
+		return cause
+	}
+	return fmt.Errorf("%w: %w", ErrLeaseLost, cause)
 }
 
 // logChange logs a lease lost or regained, as old turned into next.
@@ -346,4 +462,114 @@ func (g *Generator) tickAt(t time.Time) int64 {
 		return -1
 	}
 	return g.maxTicks
+}
+
+// inUse holds the Leasers that a live generator follows, or that a New is
+// getting a machine ID from or has given up on while its call or release
+// still runs, so that one Leaser never serves two generators at once: both
+// would issue with its one machine ID.
+var inUse sync.Map // machineid.Leaser → *leaserClaim
+
+// A leaserClaim is an entry of inUse. Its owner, one New or the generator
+// it made, or a goroutine that releases what a New gave up on, drops it
+// once, when done with the Leaser. An entry is never written once stored;
+// abandon replaces it.
+type leaserClaim struct {
+	l machineid.Leaser
+	// abandoned, if not nil, is closed when the claim is dropped: a New gave
+	// up on the Leaser while a call or a release still ran, and a later
+	// New waits for it instead of being refused.
+	abandoned chan struct{}
+}
+
+// errLeaserInUse is returned by New for a Leaser that a live generator uses.
+var errLeaserInUse = fmt.Errorf("%w: this machineid.Leaser already serves a live generator, and both would issue with its one machine ID; give each generator its own Leaser (its own lease)", ErrInvalidConfig)
+
+// claimLeaser records l as in use by the caller, or returns why it cannot
+// be. A Leaser that a New gave up on is waited for, within ctx, until the
+// release of what that New's call took has ended.
+func claimLeaser(ctx context.Context, l machineid.Leaser) (c *leaserClaim, err error) {
+	defer func() {
+		if recover() != nil { // a map key must be comparable
+			c, err = nil, fmt.Errorf("%w: a machineid.Leaser must be comparable, such as a pointer; %T is not", ErrInvalidConfig, l)
+		}
+	}()
+	for {
+		c := &leaserClaim{l: l}
+		v, taken := inUse.LoadOrStore(l, c)
+		if !taken {
+			return c, nil
+		}
+		old := v.(*leaserClaim)
+		if old.abandoned == nil {
+			return nil, errLeaserInUse
+		}
+		select {
+		case <-old.abandoned:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for an earlier New's release of this machineid.Leaser: %w", ctx.Err())
+		}
+	}
+}
+
+// abandon hands the claim on to a goroutine that will drop it once a call
+// or release still running ends, and returns the claim that goroutine
+// owns. Only c's owner calls it, and then no longer owns c.
+func (c *leaserClaim) abandon() *leaserClaim {
+	a := &leaserClaim{l: c.l, abandoned: make(chan struct{})}
+	inUse.Store(c.l, a)
+	return a
+}
+
+// drop forgets c's Leaser as in use. Only c's owner calls it, once.
+func (c *leaserClaim) drop() {
+	inUse.CompareAndDelete(c.l, c)
+	if c.abandoned != nil {
+		close(c.abandoned)
+	}
+}
+
+// bound is New's bound on its waits: the deadline of its context, or
+// defaultBound from New's start.
+type bound struct {
+	deadline time.Time
+	own      bool // the deadline is New's default, not the caller's
+}
+
+// defaultBound is how long New waits when its context has no deadline:
+// long enough for a lease's TTL to run out on a restarted store.
+const defaultBound = 30 * time.Second
+
+// String names the bound, for messages.
+func (b bound) String() string {
+	if b.own {
+		return fmt.Sprintf("New's default bound of %v (its context has no deadline)", defaultBound)
+	}
+	return "the deadline of New's context"
+}
+
+// advice says what to do about a wait longer than b allows.
+func (b bound) advice() string {
+	if b.own {
+		return "give New a context with a later deadline, or set the clock right if it is behind"
+	}
+	return "give New a later deadline, or set the clock right if it is behind"
+}
+
+// ended says how ctx, bounded by b, ended the wait for an answer, for
+// messages.
+func (b bound) ended(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return "before New's context was cancelled"
+	}
+	return "within " + b.String()
+}
+
+// endedFirst says how ctx, bounded by b, ended a wait for the lease, for
+// messages.
+func (b bound) endedFirst(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return "New's context was cancelled"
+	}
+	return b.String() + " ended first"
 }

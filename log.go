@@ -12,17 +12,17 @@ import (
 // log: a step back of the clock, a call that waited 10 ms or more, a lease
 // lost (with its cause) or regained, New's wait for the clock to pass the
 // mark a leased machine ID inherited (with how long New expects to wait,
-// until when, and the mark; a mark too far ahead for the acquire timeout
-// fails New at once, unlogged), and, once from New, a layout whose range
-// ends within a year of the clock (with when and how long is left). Each
-// record's message
-// starts with "ringflake: " and its attributes carry the figures; those
-// dropped by the rate limit are counted in the next one's "suppressed". A
-// call that waited and then failed is not logged as a long wait: its error
-// says why.
-// Logging happens on the goroutine that saw the event, inside a NextID call
-// or on the lease's own goroutine, so the handler must be quick. nil, the
-// default, logs nothing.
+// until when, and the mark; a mark too far ahead for New's context fails
+// New at once, unlogged), a release that New left to finish after it
+// returned and that failed, and, once from New, a layout whose range ends
+// within a year of the clock (with when and how long is left). Each
+// record's message starts with "ringflake: " and its attributes carry the
+// figures; those dropped by the rate limit are counted in the next one's
+// "suppressed". A call that waited and then failed is not logged as a long
+// wait: its error says why. Logging happens on the goroutine that saw the
+// event, inside a NextID call or where the lease's changes are told, so a
+// slow handler slows those calls, and delays the next lease change's
+// telling, but never a renewal. nil, the default, logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.log = l })
 }
@@ -41,6 +41,7 @@ const (
 	logLeaseRegained
 	logMarkWait
 	logLayoutEnds
+	logReleaseFailed
 	logKinds
 )
 
@@ -51,6 +52,7 @@ var logMessages = [logKinds]string{
 	logLeaseRegained: "ringflake: machine ID lease regained",
 	logMarkWait:      "ringflake: waiting for the clock to pass the mark the machine ID's lease inherited",
 	logLayoutEnds:    "ringflake: the layout's range ends within a year; IDs fail with ErrTimeOverflow from then on",
+	logReleaseFailed: "ringflake: releasing the machine ID's lease failed after New gave up on it",
 }
 
 // logger sends rate-limited records; nil without WithLogger.

@@ -55,7 +55,7 @@ func TestLogIsRateLimited(t *testing.T) {
 	t.Parallel()
 	var rec records
 	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(3),
+	g, err := ringflake.New(t.Context(), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(3),
 		ringflake.WithLogger(slog.New(&rec)))
 	require.NoError(t, err)
 	for i := range 5 {
@@ -78,7 +78,7 @@ func TestLogIsRateLimited(t *testing.T) {
 func TestLogNilLoggerLogsNothing(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(at(200, 0))
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithLogger(nil))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithLogger(nil))
 	require.NoError(t, err)
 	_, err = g.NextID()
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestLogLeaseLostWithCauseAndRegained(t *testing.T) {
 	var rec records
 	f := newFakeLeaser(machineid.Lease{ID: 7, Held: true})
 	clock := fakeclock.New(leaseStart)
-	g, err := ringflake.New(ringflake.WithMachineIDSource(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0),
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(f), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(-1),
 		ringflake.WithLogger(slog.New(&rec)))
 	require.NoError(t, err)
 	defer g.Close()
@@ -119,7 +119,7 @@ func TestLogLongWaitOnlyForCallsThatIssue(t *testing.T) {
 	t.Parallel()
 	var rec records
 	frozen := fakeclock.New(at(3, 0))
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now),
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now),
 		ringflake.WithMaxWait(20*time.Millisecond), ringflake.WithLogger(slog.New(&rec)))
 	require.NoError(t, err)
 	for range 16 - ringflake.FreshStart(g, at(3, 0)) { // the frozen tick's whole sequence, from its start

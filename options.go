@@ -10,10 +10,9 @@ import (
 
 // Defaults and limits of the options.
 const (
-	defaultRingSize       = 4096 // 32 KiB, 4.096 s of 1 ms ticks
-	maxRingSize           = 1 << 22
-	defaultMaxWait        = 100 * time.Millisecond
-	defaultAcquireTimeout = 30 * time.Second
+	defaultRingSize = 4096 // 32 KiB, 4.096 s of 1 ms ticks
+	maxRingSize     = 1 << 22
+	defaultMaxWait  = 100 * time.Millisecond
 )
 
 // An Option configures a [Generator] made by [New].
@@ -26,62 +25,41 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	machineID      int64
-	machineSet     bool // WithMachineID(0) is machine 0, not "no machine ID"
-	source         machineid.Source
-	datacenter     int64
-	datacenterSet  bool // WithDatacenter(0) is datacenter 0, not "none"
-	layout         Layout
-	clock          func() time.Time
-	ringSize       int
-	maxWait        time.Duration
-	acquireTimeout time.Duration
-	log            *slog.Logger
+	machineID  int64
+	machineSet bool // WithMachineID(0) is machine 0, not "no machine ID"
+	source     machineid.Source
+	layout     Layout
+	clock      func() time.Time
+	ringSize   int
+	maxWait    time.Duration
+	log        *slog.Logger
 }
 
-func defaultConfig() config {
-	return config{
-		layout:         DefaultLayout(),
-		ringSize:       defaultRingSize,
-		maxWait:        defaultMaxWait,
-		acquireTimeout: defaultAcquireTimeout,
-	}
-}
-
-// WithMachineID sets a fixed machine ID, 0..Layout.MaxMachine(); with a
-// datacenter split ([WithDatacenter]), the worker, 0..Layout.MaxWorker().
-// Every generator that shares an ID space must have its own. New needs
-// either this or [WithMachineIDSource].
+// WithMachineID sets a fixed machine ID, 0..Layout.MaxMachine(). Every
+// generator that shares an ID space must have its own. New needs either
+// this or [WithMachineIDSource]. With a datacenter split, the machine ID of
+// datacenter dc's worker w is lo+w, where lo comes from [Layout.Workers].
 //
 // A plain fixed ID does not protect against a restart with the clock
 // behind, nor a second process on the same ID: either repeats IDs. Guard
 // it with a file (package machineid_file) to be safe from both:
 //
 //	ids, err := machineid_file.New("/var/lib/myapp/ringflake", machineid.WithRange(42, 42))
-//	g, err := ringflake.New(ringflake.WithMachineIDSource(ids))
+//	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))
 func WithMachineID(id int64) Option {
 	return optionFunc(func(c *config) { c.machineID, c.machineSet = id, true })
 }
 
-// WithMachineIDSource makes New ask src for the machine ID. New waits for
-// it at most the acquire timeout; src must honour its context, and New
-// returns when the timeout ends even if src does not. If src is a
-// [machineid.Leaser], the generator follows its lease: it issues nothing
-// while the lease is not held, never issues a time outside the lease's
-// marks, and releases the lease on Close; and New waits, within the same
-// timeout, until the clock has passed the mark the lease inherited, so that
-// the generator can issue when New returns. A Leaser serves one generator
-// at a time. With a datacenter split ([WithDatacenter]), src supplies the
-// worker. nil means no source.
+// WithMachineIDSource makes New ask src for the machine ID, within New's
+// context. src must honour its context; New returns soon after the context
+// ends even if src does not. If src is a [machineid.Leaser], the generator
+// follows its lease: it issues nothing while the lease is not held, never
+// issues a time outside the lease's marks, and releases the lease on Close;
+// and New waits, within the same context, until the clock has passed the
+// mark the lease inherited, so that the generator can issue when New
+// returns. A Leaser serves one generator at a time. nil means no source.
 func WithMachineIDSource(src machineid.Source) Option {
 	return optionFunc(func(c *config) { c.source = src })
-}
-
-// WithAcquireTimeout bounds how long New waits for the machine ID source,
-// and for the mark a leased ID inherited: 30 s when d is 0 (the default),
-// enough for a lease's TTL to run out on a restarted store.
-func WithAcquireTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.acquireTimeout = d })
 }
 
 // WithLayout sets the bit layout. The zero Layout means [DefaultLayout].
@@ -92,13 +70,16 @@ func WithLayout(l Layout) Option {
 // WithClock sets the clock the generator reads for the time field. nil, the
 // default, is the wall clock (time.Now). Waits are always measured in real
 // elapsed time, never with this clock, so a frozen clock cannot hang a
-// caller. clock must be safe for concurrent use.
+// caller. clock must be safe for concurrent use. New hands it to a
+// [*machineid.Holder] given to [WithMachineIDSource], so that the lease's
+// marks are in the time the generator issues in: it is the one clock of a
+// generator and its lease.
 func WithClock(clock func() time.Time) Option {
 	return optionFunc(func(c *config) { c.clock = clock })
 }
 
 // WithRingSize sets the number of ring slots, 1..4194304; 0 means the
-// default, 4096. A larger ring remembers more ticks: a step back shorter
+// default, 4096; a negative size is refused. A larger ring remembers more ticks: a step back shorter
 // than size×Tick continues the exact ticks it returns to, and the spare
 // sequence available during a long step back is at most
 // size×2^SequenceBits. Each slot costs 8 bytes.
@@ -123,27 +104,22 @@ func (c *config) validate() error {
 		c.layout = DefaultLayout()
 	}
 	c.layout = c.layout.withDefaults()
-	if c.ringSize == 0 {
+	switch {
+	case c.ringSize == 0:
 		c.ringSize = defaultRingSize
+	case c.ringSize < 1 || c.ringSize > maxRingSize:
+		return configErr("ring size", c.ringSize, fmt.Sprintf("1..%d (0 means %d)", maxRingSize, defaultRingSize))
 	}
-	if c.acquireTimeout == 0 {
-		c.acquireTimeout = defaultAcquireTimeout
+	switch {
+	case c.maxWait == 0:
+		c.maxWait = defaultMaxWait
+	case c.maxWait < 0:
+		c.maxWait = 0 // never wait
 	}
 	if err := c.layout.validate(); err != nil {
 		return err
 	}
-	if err := c.validateMachine(); err != nil {
-		return err
-	}
-	switch {
-	case c.ringSize < 1 || c.ringSize > maxRingSize:
-		return configErr("ring size", c.ringSize, fmt.Sprintf("1..%d", maxRingSize))
-	case c.maxWait < 0:
-		return configErr("max wait", c.maxWait, "0 or more")
-	case c.acquireTimeout < 0:
-		return configErr("acquire timeout", c.acquireTimeout, "0 (the default) or more")
-	}
-	return c.checkDatacenter()
+	return c.validateMachine()
 }
 
 // validateMachine checks that one way to a machine ID was given, and the
@@ -154,7 +130,7 @@ func (c *config) validateMachine() error {
 		return fmt.Errorf("%w: no machine ID: give WithMachineID, or WithMachineIDSource with a lease (machineid_file, machineid_redis, machineid_etcd, machineid_postgres, machineid_k8s) or another machineid.Source; every generator sharing an ID space needs its own", ErrInvalidConfig)
 	case c.machineSet && c.source != nil:
 		return fmt.Errorf("%w: both WithMachineID and WithMachineIDSource given; choose one", ErrInvalidConfig)
-	case c.layout.DatacenterBits == 0 && c.machineSet && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):
+	case c.machineSet && (c.machineID < 0 || c.machineID > c.layout.MaxMachine()):
 		return configErr("machine ID", c.machineID, fmt.Sprintf("0..%d", c.layout.MaxMachine()))
 	}
 	return nil

@@ -62,7 +62,7 @@ var spreadFrom = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 // which never waits: a tick too full for a call is an error.
 func newSpreadGen(t *testing.T, machine int64, clock *fakeclock.Clock) *Generator {
 	t.Helper()
-	g, err := New(WithMachineID(machine), WithClock(clock.Now), WithMaxWait(0))
+	g, err := New(t.Context(), WithMachineID(machine), WithClock(clock.Now), WithMaxWait(-1))
 	require.NoError(t, err)
 	return g
 }

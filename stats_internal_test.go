@@ -16,7 +16,7 @@ import (
 // must not move the step-back mark back and count the same step again.
 func TestStepBackMarkOnlyMovesUp(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithMachineID(1))
+	g, err := New(t.Context(), WithMachineID(1))
 	require.NoError(t, err)
 	g.noteStepBack(100, 50)
 	g.noteStepBack(90, 50) // a stale latest
@@ -37,7 +37,7 @@ func TestStepBackMarkOnlyMovesUp(t *testing.T) {
 func TestStatsNeverCountsOverWhileTicksStart(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.NewTicker(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), time.Millisecond)
-	g, err := New(WithMachineID(3), WithClock(clock.Now), WithRingSize(1), WithMaxWait(0))
+	g, err := New(t.Context(), WithMachineID(3), WithClock(clock.Now), WithRingSize(1), WithMaxWait(-1))
 	require.NoError(t, err)
 	const callers, perCaller = 2, 100000
 	var returned atomic.Uint64

@@ -15,7 +15,7 @@ import (
 func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(at(100, 0))
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	issue := func(n int) {
 		for range n {
@@ -54,7 +54,7 @@ func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 	assert.Equal(t, uint64(1), s.Failed.ClockBehind)
 	assert.Equal(t, uint64(1), s.Failed.SequenceExhausted)
 	assert.Equal(t, uint64(1), s.Failed.BeforeEpoch)
-	assert.Zero(t, s.Waits, "MaxWait 0 never waits")
+	assert.Zero(t, s.Waits, "a negative MaxWait never waits")
 
 	clock.Set(at(101, 0)) // past the latest tick: a new step back counts again
 	issue(1)
@@ -66,7 +66,7 @@ func TestStatsCountsStepBacksSpareAndErrors(t *testing.T) {
 func TestStatsIssuedSurvivesRingReuse(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.NewTicker(at(1, 0), 20*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(2),
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithRingSize(2),
 		ringflake.WithMaxWait(time.Minute)) // the clock moves per reading, not with time: see TestGeneratorOrderingWithMonotonicClock
 	require.NoError(t, err)
 	ids, errs := drain(t, g, 4, 500)
@@ -78,7 +78,7 @@ func TestStatsIssuedSurvivesRingReuse(t *testing.T) {
 func TestNextN(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.NewTicker(at(9, 0), 50*time.Microsecond)
-	g, err := ringflake.New(ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(1),
+	g, err := ringflake.New(t.Context(), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(1),
 		ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	dst := make([]ringflake.ID, 100)
@@ -92,7 +92,7 @@ func TestNextN(t *testing.T) {
 	assert.Equal(t, uint64(100), g.Stats().Issued)
 
 	frozen := fakeclock.New(at(3, 0))
-	g, err = ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now), ringflake.WithMaxWait(0))
+	g, err = ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(tiny), ringflake.WithClock(frozen.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	n, err = g.NextN(dst)
 	assert.Equal(t, 16, n, "a frozen clock fills one tick: a batch larger than the tick starts it at 0")
@@ -103,7 +103,7 @@ func TestNextN(t *testing.T) {
 }
 
 func TestNextNAllocatesNothing(t *testing.T) {
-	g, err := ringflake.New(ringflake.WithMachineID(1))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1))
 	require.NoError(t, err)
 	dst := make([]ringflake.ID, 64)
 	allocs := testing.AllocsPerRun(200, func() {

@@ -2,7 +2,6 @@ package ringflake
 
 import (
 	"cmp"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -93,7 +92,7 @@ func (g *Generator) pause(a *attempt, dst []ID) (int, error) {
 		}
 		return n, nil
 	case aboveCeil, notHeld:
-		waitChange(a.st.changed, sleepFor)
+		waitChange(a.st.changed, nil, sleepFor)
 	default: // belowFloor: only time helps
 		time.Sleep(sleepFor)
 	}
@@ -122,23 +121,14 @@ func (g *Generator) plan(a *attempt) (need time.Duration, at int64, fail ClockEr
 			return need, at, ClockError{Err: ErrClockBehind, By: g.span(a.latest) - a.d}
 		}
 		return need, at, ClockError{Err: ErrSequenceExhausted}
-	case belowFloor:
-		// Under the mark the lease inherited.
-		need = g.span(a.st.b.floor+1) - a.d
-		return need, 0, ClockError{Err: ErrMarkAhead, By: need}
-	case notHeld:
-		// Only a lease report can help, and it closes st.changed: wait for
-		// it for as long as the budget allows.
-		err := ErrLeaseLost
-		if a.st.lost != nil {
-			err = a.st.lost
-		}
-		return math.MaxInt64, 0, ClockError{Err: err}
 	}
-	// aboveCeil: past the confirmed mark. A renewal raises it, and a clock
-	// stepping back can bring the tick under it, which no report
-	// announces: look at the clock again every leasePoll.
-	return leasePoll(g.layout.Tick), 0, ClockError{Err: ErrLeaseLost}
+	// A lease's refusal: under the mark it inherited, not held (only a
+	// report can help, and it closes st.changed: wait for it for as long as
+	// the budget allows), or past the confirmed mark (a renewal raises it,
+	// and a clock stepping back can bring the tick under it, which no report
+	// announces: look at the clock again every leasePoll).
+	fail, need = g.leaseFail(a.st, a.cs, a.d)
+	return need, 0, fail
 }
 
 // budget returns how long to sleep for need, or the failure fail with
@@ -459,9 +449,10 @@ func (g *Generator) showsTick(tick int64) bool {
 	return !ok || t >= tick
 }
 
-// waitChange waits up to d for changed to be closed. A nil changed never
-// closes. It is for the rare wait on a lease, so its timer may allocate.
-func waitChange(changed <-chan struct{}, d time.Duration) {
+// waitChange waits up to d for changed or done to be closed; a nil channel
+// never closes. It is for the rare wait on a lease, so its timer may
+// allocate.
+func waitChange(changed, done <-chan struct{}, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -469,6 +460,7 @@ func waitChange(changed <-chan struct{}, d time.Duration) {
 	defer t.Stop()
 	select {
 	case <-changed:
+	case <-done:
 	case <-t.C:
 	}
 }

@@ -51,7 +51,7 @@ func TestOverloadKeepsIDsUnique(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := New(WithMachineID(1), WithLayout(tt.l), WithMaxWait(100*time.Millisecond))
+			g, err := New(t.Context(), WithMachineID(1), WithLayout(tt.l), WithMaxWait(100*time.Millisecond))
 			require.NoError(t, err)
 			ids, failed := loopCallers(t, g, tt.callers, 300*time.Millisecond)
 			all := slices.Concat(ids...)
@@ -130,7 +130,7 @@ var waitLayout = Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: D
 // A lone caller that waits for every other tick allocates nothing: the
 // round is reused, and there is no channel and no error to build.
 func TestLoneWaiterAllocatesNothing(t *testing.T) {
-	g, err := New(WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Second))
+	g, err := New(t.Context(), WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Second))
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(100, func() {
 		for range 5 { // 5 IDs from a 4-ID tick: at least one wait per run
@@ -149,7 +149,7 @@ func TestLoneWaiterAllocatesNothing(t *testing.T) {
 // goroutines, until its caches settle); a scheme that allocated per tick,
 // or per waiter, would make hundreds.
 func TestFollowersAllocateNothing(t *testing.T) {
-	g, err := New(WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Second))
+	g, err := New(t.Context(), WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Second))
 	require.NoError(t, err)
 	const goroutines = 8
 	var (
@@ -225,7 +225,7 @@ func TestFrozenClockWaitSleeps(t *testing.T) {
 			t.Parallel()
 			now := tt.l.Epoch.Add(1000*tt.l.Tick + tt.into)
 			var reads atomic.Int64
-			g, err := New(WithMachineID(1), WithLayout(tt.l), WithMaxWait(200*time.Millisecond), WithClock(func() time.Time {
+			g, err := New(t.Context(), WithMachineID(1), WithLayout(tt.l), WithMaxWait(200*time.Millisecond), WithClock(func() time.Time {
 				reads.Add(1)
 				return now
 			}))
@@ -251,7 +251,7 @@ func TestFrozenClockWaitSleeps(t *testing.T) {
 // a miss in 3-16 of 500 waits.
 func TestTickWaitOnHealthyClockShowsTheTick(t *testing.T) {
 	t.Parallel()
-	g, err := New(WithMachineID(1), WithLayout(waitLayout))
+	g, err := New(t.Context(), WithMachineID(1), WithLayout(waitLayout))
 	require.NoError(t, err)
 	misses := 0
 	for range 500 {
@@ -285,7 +285,7 @@ func TestLeaderPanicLetsFollowersGo(t *testing.T) {
 			var now atomic.Int64
 			now.Store(int64(1000 * l.Tick))
 			var fuse atomic.Bool // the clock panics on the first read once set
-			g, err := New(WithMachineID(1), WithLayout(l), WithMaxWait(300*time.Millisecond), WithClock(func() time.Time {
+			g, err := New(t.Context(), WithMachineID(1), WithLayout(l), WithMaxWait(300*time.Millisecond), WithClock(func() time.Time {
 				if fuse.CompareAndSwap(true, false) {
 					panic("clock failed")
 				}
@@ -352,7 +352,7 @@ func roundUsers(g *Generator) int32 {
 // with nothing, rather than all take the same IDs from offset 0, and the
 // round is no longer open to join.
 func TestAbandon(t *testing.T) {
-	g, err := New(WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Minute))
+	g, err := New(t.Context(), WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	tw := &g.ticks
 	r := new(round)
@@ -403,7 +403,7 @@ func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
 		reads.Add(1)
 		return l.Epoch.Add(1000*l.Tick + time.Since(start) - time.Duration(back.Load()))
 	}
-	g, err := New(WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(time.Second), WithClock(clock))
+	g, err := New(t.Context(), WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(time.Second), WithClock(clock))
 	require.NoError(t, err)
 	fillSlot(t, g) // the current tick's whole sequence, from its start
 	latest := g.latest.Load()
@@ -415,7 +415,7 @@ func TestExhaustedRingWaitsForTheServableTick(t *testing.T) {
 	assert.Less(t, reads.Load(), int64(20), "clock reads while waiting about 40 ticks (one wake-up per tick would read far more)")
 	t.Logf("%d clock reads", reads.Load())
 
-	g2, err := New(WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(10*time.Millisecond), WithClock(clock))
+	g2, err := New(t.Context(), WithMachineID(1), WithLayout(l), WithRingSize(1), WithMaxWait(10*time.Millisecond), WithClock(clock))
 	require.NoError(t, err)
 	back.Store(0)
 	fillSlot(t, g2)
@@ -446,7 +446,7 @@ func TestPauseRereadsAStaleReading(t *testing.T) {
 	t.Parallel()
 	l := Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
 	now := l.Epoch.Add(1030*time.Millisecond + 100*time.Microsecond)
-	g, err := New(WithMachineID(1), WithLayout(l), WithRingSize(64), WithMaxWait(20*time.Millisecond), WithClock(func() time.Time { return now }))
+	g, err := New(t.Context(), WithMachineID(1), WithLayout(l), WithRingSize(64), WithMaxWait(20*time.Millisecond), WithClock(func() time.Time { return now }))
 	require.NoError(t, err)
 	r := &g.ring
 	for u := int64(1000); u < 1030; u++ {
@@ -473,7 +473,7 @@ func TestFlippingClockCannotLoopTheCall(t *testing.T) {
 	t.Parallel()
 	l := Layout{TimeBits: 51, MachineBits: 10, SequenceBits: 2, Epoch: DefaultLayout().Epoch, Tick: time.Millisecond}
 	var reads atomic.Int64
-	g, err := New(WithMachineID(1), WithLayout(l), WithRingSize(64), WithMaxWait(0), WithClock(func() time.Time {
+	g, err := New(t.Context(), WithMachineID(1), WithLayout(l), WithRingSize(64), WithMaxWait(-1), WithClock(func() time.Time {
 		return l.Epoch.Add(time.Duration(1000+(reads.Add(1)+1)%2) * time.Millisecond) // 1000, 1001, 1000, ...: each claim reads 1000
 	}))
 	require.NoError(t, err)
@@ -490,6 +490,6 @@ func TestFlippingClockCannotLoopTheCall(t *testing.T) {
 	case err := <-done:
 		assert.ErrorIs(t, err, ErrClockBehind)
 	case <-time.After(5 * time.Second):
-		t.Fatalf("NextID still going round after 5 s and %d clock reads, with MaxWait 0", reads.Load())
+		t.Fatalf("NextID still going round after 5 s and %d clock reads, with a MaxWait that never waits", reads.Load())
 	}
 }

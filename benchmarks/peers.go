@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -58,7 +59,7 @@ func newPeers() ([]*peer, []string) {
 }
 
 func newRingflake() (*peer, error) {
-	g, err := ringflake.New(ringflake.WithMachineID(machineID))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineID(machineID))
 	if err != nil {
 		return nil, fmt.Errorf("ringflake: %w", err)
 	}

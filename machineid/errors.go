@@ -1,8 +1,9 @@
 package machineid
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/ringflake/ringflake/internal/sentinel"
 )
 
 // ErrNotFound means a source has no usable machine ID to give: an unset or
@@ -10,7 +11,7 @@ import (
 // without a StatefulSet ordinal, or an ID outside 0..max (the message then
 // names the value and the valid range). The sources in this package return
 // errors that wrap it; test for it with [errors.Is].
-var ErrNotFound = errors.New("machineid: no usable machine ID")
+var ErrNotFound = sentinel.New("machineid: no usable machine ID")
 
 // check returns id if it lies in 0..max, or an error naming the source,
 // the value and the valid range.
@@ -31,15 +32,17 @@ func check(source string, id, max int64) (int64, error) {
 var (
 	// ErrExhausted means every machine ID in the range is held by a live
 	// lease.
-	ErrExhausted = errors.New("machineid: no free machine ID in range")
+	ErrExhausted = sentinel.New("machineid: no free machine ID in range")
 
-	// ErrLeaseLost means a holder can no longer prove it holds its
-	// machine ID: the store gave the lease to another holder or dropped
-	// it, or no renewal was confirmed before the lease's deadline (the
-	// error then also wraps the latest call's error).
-	ErrLeaseLost = errors.New("machineid: lease lost")
+	// ErrLeaseLost means a machine ID's lease is not held, or cannot be
+	// proven held: the store gave it to another holder or dropped it, or
+	// no renewal was confirmed before the lease's deadline (the error then
+	// also wraps the latest call's error). A generator whose lease is lost,
+	// or whose clock has passed the lease's confirmed mark, fails with it:
+	// ringflake.ErrLeaseLost is this error.
+	ErrLeaseLost = sentinel.New("machineid: lease lost")
 
 	// ErrReleased means Release was called: the lease is given up, or a
 	// call in flight was cut short by it.
-	ErrReleased = errors.New("machineid: lease released")
+	ErrReleased = sentinel.New("machineid: lease released")
 )

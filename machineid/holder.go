@@ -6,7 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/holderclock"
+	"github.com/ringflake/ringflake/internal/sentinel"
 )
 
 // Holder holds a machine ID on a lease in a [Store]: every lease store's
@@ -17,12 +21,14 @@ import (
 //
 // After the first successful MachineID, a goroutine renews the lease every
 // TTL/3 (every TTL/10 after a failed call) and, once it is lost, takes one
-// again, perhaps another ID, until Release. A Holder is safe for concurrent
-// use.
+// again, perhaps another ID, until Release. The marks are read from the
+// generator's clock (ringflake.WithClock), which ringflake.New hands the
+// Holder, or from time.Now. A Holder is safe for concurrent use.
 type Holder struct {
-	store Store  // written once by NewHolder
-	cfg   config // written once by NewHolder
-	name  string // written once by NewHolder
+	store Store                            // written once by NewHolder
+	cfg   config                           // written once by NewHolder
+	name  string                           // written once by NewHolder
+	clock atomic.Pointer[func() time.Time] // the marks' clock; nil means time.Now. Set by holderclock
 
 	// turn serializes the calls to the store, so that a token never has
 	// two in flight and the release comes after the last of them. It is a
@@ -38,9 +44,38 @@ type Holder struct {
 	last     *session    // the last session released, for a second Release
 	expiry   *time.Timer // fires at deadline; written once by NewHolder
 
+	// pending are the changes of lease the watchers have yet to hear of,
+	// oldest first; guarded by mu, appended by setLocked.
+	pending []Lease
+
 	wmu      sync.Mutex // serializes deliveries to watchers; protects watchers and nextW
 	watchers map[int]func(Lease)
 	nextW    int
+
+	nmu        sync.Mutex // protects delivering
+	delivering bool       // the deliverer runs
+}
+
+func init() {
+	holderclock.Register(func(src any, clock func() time.Time) bool {
+		h, ok := src.(*Holder)
+		if ok {
+			if clock == nil {
+				h.clock.Store(nil)
+			} else {
+				h.clock.Store(&clock)
+			}
+		}
+		return ok
+	})
+}
+
+// now reads the marks' clock.
+func (h *Holder) now() time.Time {
+	if c := h.clock.Load(); c != nil {
+		return (*c)()
+	}
+	return time.Now()
 }
 
 // session is one stretch of holding, from the first MachineID after
@@ -82,12 +117,12 @@ func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Ho
 	for _, o := range c.store {
 		set, ok := o.set.(func(*S))
 		if !ok || settings == nil {
-			return nil, invalid(lim, "option", o.name, "the options of "+lim.Name+" and of package machineid")
+			return nil, invalid("option", o.name, "the options of "+lim.Name+" and of package machineid")
 		}
 		set(settings)
 	}
 	if store == nil {
-		return nil, invalid(lim, "store", "nil", "a Store")
+		return nil, invalid("store", "nil", "a Store")
 	}
 	if err := c.validate(lim); err != nil {
 		return nil, err
@@ -107,21 +142,42 @@ func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Ho
 
 // MachineID returns the leased machine ID. If the Holder holds no lease,
 // it takes the lowest free ID in its range and then renews the lease in
-// the background until Release. It waits for the store at most until ctx's
-// deadline or, if ctx has none, the call timeout. It returns an error
-// wrapping [ErrExhausted] if every ID in the range is held, [ErrReleased]
-// if Release cut it short, ctx's error, or the store's error.
+// the background until Release. It waits, for a call to the store in
+// flight and for its own, at most until ctx's deadline or, if ctx has
+// none, the call timeout. It returns an error wrapping [ErrExhausted] if
+// every ID in the range is held, [ErrReleased] if Release cut it short,
+// ctx's error, or the store's error.
 func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return -1, fmt.Errorf("%s: no machine ID taken: %w", h.name, err)
+		return -1, h.errorf("no machine ID taken: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		// The call timeout bounds the whole call, the wait for a call in
+		// flight included: a store's call that overruns its context must
+		// not hold this one for ever.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.cfg.callTimeout)
+		defer cancel()
 	}
 	if id, held, err := h.ready(ctx); held || err != nil {
 		return id, err
 	}
+	id, err := h.takeInTurn(ctx)
+	// The watchers hear of what came of it before MachineID returns: a
+	// generator that watches after MachineID sees the lease at once, and
+	// its other watchers as soon. The turn is given back first, so that a
+	// slow watcher delays no renewal.
+	h.tell()
+	return id, err
+}
+
+// takeInTurn takes a lease in its turn, or returns the one a call in flight
+// took meanwhile.
+func (h *Holder) takeInTurn(ctx context.Context) (int64, error) {
 	select {
 	case h.turn <- struct{}{}:
 	case <-ctx.Done():
-		return -1, fmt.Errorf("%s: waiting for the call to the store in flight: %w", h.name, ctx.Err())
+		return -1, h.errorf("waiting for the call to the store in flight: %w", ctx.Err())
 	}
 	defer func() { <-h.turn }()
 	h.mu.Lock()
@@ -137,19 +193,16 @@ func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 	}
 	h.mu.Unlock()
 
-	timeout := h.cfg.callTimeout
-	if d, ok := ctx.Deadline(); ok {
-		// No lease is at stake yet, so the caller's deadline (the
-		// generator's acquire timeout) may be the longer one.
-		timeout = time.Until(d)
-	}
-	if err := h.obtain(ctx, s, timeout); err != nil {
+	// No lease is at stake yet, so the caller's deadline (New's) may be
+	// longer than the call timeout.
+	d, _ := ctx.Deadline()
+	if err := h.obtain(ctx, s, time.Until(d)); err != nil {
 		return -1, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sess != s {
-		return -1, h.releasedErr() // Release frees what was just taken
+		return -1, ErrReleased // Release frees what was just taken
 	}
 	// The lease may not be held even so: a store that waits inside Take
 	// (Kubernetes, for a Lease to expire) answers past the deadline counted
@@ -180,7 +233,7 @@ func (h *Holder) ready(ctx context.Context) (id int64, held bool, err error) {
 	case <-last.released:
 		return -1, false, nil
 	case <-ctx.Done():
-		return -1, false, fmt.Errorf("%s: waiting for the release in progress: %w", h.name, ctx.Err())
+		return -1, false, h.errorf("waiting for the release in progress: %w", ctx.Err())
 	}
 }
 
@@ -222,10 +275,10 @@ func (h *Holder) Release(issued time.Time) error {
 	h.expiry.Stop()
 	after, running := h.lease.After, s.running
 	next := h.lease
-	next.Held, next.Err = false, h.releasedErr()
+	next.Held, next.Err = false, ErrReleased
 	h.setLocked(next)
 	h.mu.Unlock()
-	h.notify()
+	h.tell() // before Release returns, watchers know
 	defer close(s.released)
 	s.releaseErr = h.release(s, running, issued, after)
 	return s.releaseErr
@@ -311,14 +364,16 @@ func (h *Holder) stuck(id int64) error {
 	if id < 0 {
 		what = "whatever an unanswered take got"
 	}
-	return fmt.Errorf("%s: releasing %s: a call to the store still runs %v after it was cut short; the lease runs out in the store after its TTL (%v): %w",
-		h.name, what, h.cfg.callTimeout, h.cfg.ttl, context.DeadlineExceeded)
+	return h.errorf("releasing %s: a call to the store still runs %v after it was cut short; the lease runs out in the store after its TTL (%v): %w",
+		what, h.cfg.callTimeout, h.cfg.ttl, context.DeadlineExceeded)
 }
 
-// releasedErr is the error of a lease given up, and of a call cut short by
-// the release.
-func (h *Holder) releasedErr() error {
-	return fmt.Errorf("%s: %w: Release was called", h.name, ErrReleased)
+// errorf formats an error of the Holder's, named after its store (as
+// "machineid_redis: ...") unless it wraps an error that names a package
+// already, such as a sentinel of this package: the store's user made the
+// Holder with the store's New, and a message names one package.
+func (h *Holder) errorf(format string, a ...any) error {
+	return sentinel.Name(h.name, fmt.Errorf(format, a...))
 }
 
 // Lease returns the current lease, as watchers were last told or are about
@@ -331,14 +386,17 @@ func (h *Holder) Lease() Lease {
 
 // Watch calls fn with the current lease before returning, and again after
 // every change (taken, renewed with a later mark, lost with its cause,
-// released) until stop is called. Calls to fn do not overlap, and each
-// gets the lease as it is at that moment, so a watcher always ends with the
-// latest state, though it may hear of one state twice. fn must not block,
-// and must not call Watch, stop or Release. stop is safe to call more than
-// once.
+// released) until stop is called. Calls to fn do not overlap, and come in
+// the order of the changes; renewals not yet told when a later one comes
+// are told as that one. A watcher may hear of one state twice. The changes
+// are told on a goroutine of their own, never the renewer's, so a slow fn
+// delays the telling of later changes but no renewal; MachineID and
+// Release tell theirs before they return. fn must not call Watch, stop or
+// Release. stop is safe to call more than once.
 func (h *Holder) Watch(fn func(Lease)) (stop func()) {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
+	h.drainLocked() // the watchers there hear of the past, so that fn hears only of what follows
 	n := h.nextW
 	h.nextW++
 	h.watchers[n] = fn
@@ -353,13 +411,67 @@ func (h *Holder) Watch(fn func(Lease)) (stop func()) {
 	}
 }
 
-// notify delivers the current lease to every watcher.
+// notify has the watchers told of the pending changes on the deliverer's
+// goroutine, so that the caller, the renewer or the expiry timer, never
+// waits on a watcher: a slow log handler must not delay a renewal until the
+// lease is lost.
 func (h *Holder) notify() {
+	h.nmu.Lock()
+	start := !h.delivering
+	h.delivering = true
+	h.nmu.Unlock()
+	if start {
+		go h.deliver()
+	}
+}
+
+// deliver tells the watchers of the pending changes until none is left.
+//
+// Invariant: at most one deliverer runs, and no change is left untold.
+// notify starts a deliverer only if none runs; the deliverer stops only
+// when, under nmu, it finds nothing pending. A change is queued before its
+// notify, so a notify that finds the deliverer running finds it before
+// that check, which then sees the change; one that finds none starts one.
+func (h *Holder) deliver() {
+	for {
+		h.tell()
+		h.nmu.Lock()
+		h.mu.Lock()
+		done := len(h.pending) == 0
+		h.mu.Unlock()
+		if done {
+			h.delivering = false
+			h.nmu.Unlock()
+			return
+		}
+		h.nmu.Unlock()
+	}
+}
+
+// tell delivers the pending changes to every watcher, on the caller's
+// goroutine.
+func (h *Holder) tell() {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
-	lease := h.Lease()
-	for _, fn := range h.watchers {
-		fn(lease)
+	h.drainLocked()
+}
+
+// drainLocked delivers the pending changes, oldest first. The caller holds
+// wmu, so that watchers hear of the changes in the order they came about,
+// whoever tells them.
+func (h *Holder) drainLocked() {
+	for {
+		h.mu.Lock()
+		if len(h.pending) == 0 {
+			h.mu.Unlock()
+			return
+		}
+		l := h.pending[0]
+		h.pending = h.pending[1:]
+		h.mu.Unlock()
+		for _, fn := range h.watchers {
+			fn(l)
+		}
 	}
 }
 
@@ -371,6 +483,6 @@ func (h *Holder) claim(s *session) Claim {
 		Hi:     h.cfg.hi,
 		TTL:    h.cfg.ttl,
 		Margin: h.cfg.margin,
-		Until:  h.cfg.clock().Add(h.cfg.ttl),
+		Until:  h.now().Add(h.cfg.ttl),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,9 +86,9 @@ func TestNewHolderOptions(t *testing.T) {
 		opts []machineid.Option
 		want string // in the error; "" for none
 	}{
-		{"zero means the defaults", memLimits, []machineid.Option{machineid.WithTTL(0), machineid.WithSafetyMargin(0), machineid.WithCallTimeout(0), machineid.WithClock(nil), nil}, ""},
+		{"zero means the defaults", memLimits, []machineid.Option{machineid.WithTTL(0), machineid.WithSafetyMargin(0), machineid.WithCallTimeout(0), nil}, ""},
 		{"TTL at the store's minimum", machineid.Limits{Name: "x", MinTTL: time.Second}, []machineid.Option{machineid.WithTTL(time.Second)}, ""},
-		{"TTL below the store's minimum", machineid.Limits{Name: "x", MinTTL: time.Second}, []machineid.Option{machineid.WithTTL(999 * time.Millisecond)}, "x: TTL = 999ms; valid: 1s..1h0m0s"},
+		{"TTL below the store's minimum", machineid.Limits{Name: "x", MinTTL: time.Second}, []machineid.Option{machineid.WithTTL(999 * time.Millisecond)}, "invalid configuration: TTL = 999ms; valid: 1s..1h0m0s"},
 		{"TTL above the Holder's maximum", memLimits, []machineid.Option{machineid.WithTTL(time.Hour + 1)}, "valid: 100ms..1h0m0s"},
 		{"TTL off the store's step", machineid.Limits{Name: "x", TTLStep: time.Second}, []machineid.Option{machineid.WithTTL(1500 * time.Millisecond)}, "a whole number of 1s"},
 		{"negative TTL", memLimits, []machineid.Option{machineid.WithTTL(-time.Second)}, "TTL = -1s"},
@@ -311,4 +312,60 @@ func TestHolderMachineIDAfterAReleaseInProgress(t *testing.T) {
 	require.NoError(t, <-released)
 	require.NoError(t, <-got, "MachineID after the release")
 	assert.True(t, h.Lease().Held, "the new session's lease")
+}
+
+// TestMachineIDWithoutDeadlineIsBounded checks that a MachineID without a
+// deadline returns within about the call timeout while the renewer's call
+// to the store overruns its context and holds the store's turn (issue 25,
+// defect 3: it waited for its turn for ever).
+func TestMachineIDWithoutDeadlineIsBounded(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	h, c := newHolder(t, s, machineid.WithRange(0, 0), machineid.WithTTL(300*time.Millisecond))
+	_, err := h.MachineID(context.Background())
+	require.NoError(t, err)
+	c.stuck.Store(true)
+	require.Eventually(t, func() bool { return !h.Lease().Held }, 10*time.Second, time.Millisecond, "the lease lapses while the renewal hangs")
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.MachineID(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("MachineID(context.Background()) still waiting 10s into a 100ms call timeout")
+	}
+}
+
+// TestSlowWatcherDoesNotDelayRenewals checks that a watcher that blocks
+// does not hold up the renewals, which once called the watchers on the
+// renewer's goroutine: a slow log handler kept the lease from being
+// renewed until it was lost (issue 25, defect 6).
+func TestSlowWatcherDoesNotDelayRenewals(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	h, _ := newHolder(t, s, machineid.WithRange(0, 0), machineid.WithTTL(300*time.Millisecond))
+	_, err := h.MachineID(context.Background())
+	require.NoError(t, err)
+	var calls atomic.Int32
+	unblock := make(chan struct{})
+	stop := h.Watch(func(machineid.Lease) {
+		if calls.Add(1) == 2 {
+			<-unblock
+		}
+	})
+	defer stop()
+	defer close(unblock)
+	require.Eventually(t, func() bool { return calls.Load() >= 2 }, 10*time.Second, time.Millisecond, "the watcher hears of a renewal")
+	s.mu.Lock()
+	before := s.calls
+	s.mu.Unlock()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.calls >= before+3
+	}, 10*time.Second, time.Millisecond, "renewals stopped while a watcher blocked")
+	assert.True(t, h.Lease().Held, "the lease is renewed while a watcher blocks")
 }

@@ -10,7 +10,7 @@ import (
 // An Option configures a [Holder]. The options in this package mean the
 // same in every store; a store's own, such as a key prefix, are in its
 // package. A nil Option is ignored. Zero, for every duration, means the
-// default.
+// default; a negative one is refused, as nothing here can be turned off.
 type Option interface {
 	apply(*config)
 }
@@ -33,7 +33,6 @@ type config struct {
 	ttl         time.Duration
 	margin      time.Duration
 	callTimeout time.Duration
-	clock       func() time.Time
 	store       []storeOption // applied by NewHolder to the store's settings
 }
 
@@ -79,15 +78,6 @@ func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.callTimeout = d })
 }
 
-// WithClock sets the clock the marks are read from. Give it the
-// generator's clock (ringflake.WithClock), so that the marks are in the
-// time the generator issues in. It must be safe for concurrent use. nil,
-// the default, is time.Now. Expiry never uses it: the store judges its
-// leases' expiry, and the holder's monotonic clock its own deadline.
-func WithClock(clock func() time.Time) Option {
-	return optionFunc(func(c *config) { c.clock = clock })
-}
-
 // StoreOption returns an Option that sets one of a store's own settings,
 // of type S, for stores written on [Holder]; name, such as
 // "machineid_redis.WithPrefix", is what an error says when the Option is
@@ -115,9 +105,6 @@ func (c *config) validate(lim Limits) error {
 	if c.callTimeout == 0 {
 		c.callTimeout = min(c.ttl/3, maxCallTime)
 	}
-	if c.clock == nil {
-		c.clock = time.Now
-	}
 	if err := c.validRange(lim); err != nil {
 		return err
 	}
@@ -126,9 +113,9 @@ func (c *config) validate(lim Limits) error {
 	}
 	switch {
 	case c.margin < minDuration || c.margin >= c.ttl/2:
-		return invalid(lim, "safety margin", c.margin, fmt.Sprintf("%v up to, not including, TTL/2 = %v", minDuration, c.ttl/2))
+		return invalid("safety margin", c.margin, fmt.Sprintf("%v up to, not including, TTL/2 = %v", minDuration, c.ttl/2))
 	case c.callTimeout < minDuration || c.callTimeout > c.ttl/3:
-		return invalid(lim, "call timeout", c.callTimeout, fmt.Sprintf("%v..%v (TTL/3)", minDuration, c.ttl/3))
+		return invalid("call timeout", c.callTimeout, fmt.Sprintf("%v..%v (TTL/3)", minDuration, c.ttl/3))
 	}
 	return nil
 }
@@ -140,9 +127,9 @@ func (c *config) validRange(lim Limits) error {
 	}
 	switch {
 	case c.lo < 0 || c.lo > c.hi || c.hi > maxID:
-		return invalid(lim, "range", fmt.Sprintf("%d..%d", c.lo, c.hi), fmt.Sprintf("lo..hi with 0 <= lo <= hi <= %d", maxID))
+		return invalid("range", fmt.Sprintf("%d..%d", c.lo, c.hi), fmt.Sprintf("lo..hi with 0 <= lo <= hi <= %d", maxID))
 	case lim.MaxIDs > 0 && c.hi-c.lo >= lim.MaxIDs:
-		return invalid(lim, "range", fmt.Sprintf("%d..%d (%d IDs)", c.lo, c.hi, c.hi-c.lo+1), fmt.Sprintf("at most %d IDs", lim.MaxIDs))
+		return invalid("range", fmt.Sprintf("%d..%d (%d IDs)", c.lo, c.hi, c.hi-c.lo+1), fmt.Sprintf("at most %d IDs", lim.MaxIDs))
 	}
 	return nil
 }
@@ -154,15 +141,16 @@ func (c *config) validTTL(lim Limits) error {
 	}
 	switch {
 	case c.ttl < lo || c.ttl > hi:
-		return invalid(lim, "TTL", c.ttl, fmt.Sprintf("%v..%v", lo, hi))
+		return invalid("TTL", c.ttl, fmt.Sprintf("%v..%v", lo, hi))
 	case lim.TTLStep > 0 && c.ttl%lim.TTLStep != 0:
-		return invalid(lim, "TTL", c.ttl, fmt.Sprintf("a whole number of %v", lim.TTLStep))
+		return invalid("TTL", c.ttl, fmt.Sprintf("a whole number of %v", lim.TTLStep))
 	}
 	return nil
 }
 
 // invalid returns an error wrapping ringflake.ErrInvalidConfig that names
-// the setting, its value and what is valid.
-func invalid(lim Limits, name string, value any, valid string) error {
-	return fmt.Errorf("%w: %s: %s = %v; valid: %s", sentinel.ErrInvalidConfig, lim.Name, name, value, valid)
+// the setting, its value and what is valid. It names no store: the
+// sentinel names its package, and the caller knows the store it made.
+func invalid(name string, value any, valid string) error {
+	return fmt.Errorf("%w: %s = %v; valid: %s", sentinel.ErrInvalidConfig, name, value, valid)
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/ringflake/ringflake/internal/sentinel"
 )
 
 // provider is a Source built from a function and a range check.
@@ -23,7 +25,7 @@ func (p provider) MachineID(ctx context.Context) (int64, error) {
 	case errors.Is(err, ErrNotFound):
 		return 0, err // already names the source
 	case err != nil:
-		return 0, fmt.Errorf("machineid: %s: %w", p.source, err)
+		return 0, sentinel.Name("machineid", fmt.Errorf("%s: %w", p.source, err))
 	}
 	return check(p.source, id, p.max)
 }

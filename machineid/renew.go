@@ -22,7 +22,7 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	h.mu.Lock()
 	if h.sess != s {
 		h.mu.Unlock()
-		return h.releasedErr() // the token is done with: Release has begun
+		return ErrReleased // the token is done with: Release has begun
 	}
 	s.unsure = true
 	h.mu.Unlock()
@@ -34,9 +34,9 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	})
 	switch {
 	case err == nil && (g.ID < c.Lo || g.ID > c.Hi):
-		err = fmt.Errorf("%s: taking a machine ID: the store granted %d, outside the range %d..%d", h.name, g.ID, c.Lo, c.Hi)
+		err = h.errorf("taking a machine ID: the store granted %d, outside the range %d..%d", g.ID, c.Lo, c.Hi)
 	case err == nil && g.Until.IsZero():
-		err = fmt.Errorf("%s: taking a machine ID: the store confirmed no mark for machine ID %d", h.name, g.ID)
+		err = h.errorf("taking a machine ID: the store confirmed no mark for machine ID %d", g.ID)
 	}
 	if err != nil {
 		return h.failed(s, err)
@@ -76,9 +76,9 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 		}
 		return err
 	case err == nil && g.ID != id:
-		err = fmt.Errorf("%s: renewing machine ID %d: the store answered for machine ID %d: %w", h.name, id, g.ID, ErrLeaseLost)
+		err = fmt.Errorf("%w: renewing machine ID %d, the store answered for machine ID %d", ErrLeaseLost, id, g.ID)
 	case err == nil && g.Until.IsZero():
-		err = fmt.Errorf("%s: renewing machine ID %d: the store confirmed no mark", h.name, id)
+		err = h.errorf("renewing machine ID %d: the store confirmed no mark", id)
 	}
 	if err != nil {
 		return h.failed(s, err)
@@ -95,7 +95,7 @@ func (h *Holder) call(ctx context.Context, s *session, timeout time.Duration, do
 	defer context.AfterFunc(s.ctx, cancel)()
 	err := fn(ctx)
 	if err != nil && s.ctx.Err() != nil {
-		return fmt.Errorf("%w (%s cut short)", h.releasedErr(), doing)
+		return fmt.Errorf("%w (%s cut short)", ErrReleased, doing)
 	}
 	if err != nil {
 		return h.explain(ctx, timeout, doing, err)
@@ -107,9 +107,9 @@ func (h *Holder) call(ctx context.Context, s *session, timeout time.Duration, do
 // with what the call was doing and, if it ran out of time, how long it had.
 func (h *Holder) explain(ctx context.Context, timeout time.Duration, doing string, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %s: no answer within %v: %w", h.name, doing, timeout.Round(time.Millisecond), err)
+		return h.errorf("%s: no answer within %v: %w", doing, timeout.Round(time.Millisecond), err)
 	}
-	return fmt.Errorf("%s: %s: %w", h.name, doing, err)
+	return h.errorf("%s: %w", doing, err)
 }
 
 // confirm records a lease the store confirmed for a call sent at sent. A
@@ -136,8 +136,8 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool) {
 		// The answer came too late to vouch for anything; the next
 		// renewal, sooner, may.
 		next.Held = false
-		next.Err = fmt.Errorf("%s: %w: the store's answer for machine ID %d came %v after the call, past the lease's deadline (TTL %v − safety margin %v)",
-			h.name, ErrLeaseLost, g.ID, time.Since(sent).Round(time.Millisecond), h.cfg.ttl, h.cfg.margin)
+		next.Err = fmt.Errorf("%w: the store's answer for machine ID %d came %v after the call, past the lease's deadline (TTL %v − safety margin %v)",
+			ErrLeaseLost, g.ID, time.Since(sent).Round(time.Millisecond), h.cfg.ttl, h.cfg.margin)
 	}
 	changed := h.setLocked(next)
 	h.mu.Unlock()
@@ -177,8 +177,8 @@ func (h *Holder) failed(s *session, err error) error {
 // lapsed is the cause of a lease whose deadline passed with no renewal
 // confirmed; cause is the latest failed call's error, or nil.
 func (h *Holder) lapsed(id int64, cause error) error {
-	err := fmt.Errorf("%s: %w: no renewal of machine ID %d was confirmed within TTL %v − safety margin %v of the last",
-		h.name, ErrLeaseLost, id, h.cfg.ttl, h.cfg.margin)
+	err := fmt.Errorf("%w: no renewal of machine ID %d was confirmed within TTL %v − safety margin %v of the last",
+		ErrLeaseLost, id, h.cfg.ttl, h.cfg.margin)
 	if cause != nil {
 		err = fmt.Errorf("%w; the latest call: %w", err, cause)
 	}
@@ -244,11 +244,11 @@ func (h *Holder) refresh(s *session) error {
 	select {
 	case h.turn <- struct{}{}:
 	case <-s.ctx.Done():
-		return h.releasedErr()
+		return ErrReleased
 	}
 	defer func() { <-h.turn }()
 	if s.ctx.Err() != nil {
-		return h.releasedErr()
+		return ErrReleased
 	}
 	return h.obtain(s.ctx, s, h.cfg.callTimeout)
 }
@@ -270,14 +270,36 @@ func (h *Holder) obtain(ctx context.Context, s *session, timeout time.Duration) 
 }
 
 // setLocked replaces the lease and reports whether watchers must hear of
-// it. Errors compare by message: a retry that fails the same way is no
-// news, and one that fails another way is. The caller holds h.mu.
+// it, queueing it for them if so. Errors compare by message: a retry that
+// fails the same way is no news, and one that fails another way is. A
+// change that only moves Until, or the cause of a loss, replaces one still
+// queued of the same holding and standing, so that the queue holds few
+// more changes than there are losses and takes. The caller holds h.mu.
 func (h *Holder) setLocked(next Lease) bool {
 	old := h.lease
 	h.lease = next
-	return old.ID != next.ID || old.Held != next.Held ||
-		!old.After.Equal(next.After) || !old.Until.Equal(next.Until) ||
-		errText(old.Err) != errText(next.Err)
+	if !differs(old, next) {
+		return false
+	}
+	if n := len(h.pending); n > 0 && sameStanding(h.pending[n-1], next) {
+		h.pending[n-1] = next
+	} else {
+		h.pending = append(h.pending, next)
+	}
+	return true
+}
+
+// sameStanding reports whether a and b are the same holding, held or not
+// alike.
+func sameStanding(a, b Lease) bool {
+	return a.ID == b.ID && a.Held == b.Held && a.After.Equal(b.After)
+}
+
+// differs reports whether a and b are news to each other.
+func differs(a, b Lease) bool {
+	return a.ID != b.ID || a.Held != b.Held ||
+		!a.After.Equal(b.After) || !a.Until.Equal(b.Until) ||
+		errText(a.Err) != errText(b.Err)
 }
 
 func errText(err error) string {

@@ -90,7 +90,8 @@ type Grant struct {
 // way in every store. A zero field imposes nothing beyond the Holder's own
 // bounds (see [WithTTL] and [WithRange]).
 type Limits struct {
-	// Name prefixes the Holder's messages, such as "machineid_redis".
+	// Name is the store's package, such as "machineid_redis", which names
+	// the errors of the Holder that wrap none of this package's.
 	Name string
 	// MinTTL and MaxTTL bound the TTL within the Holder's own 100ms..1h.
 	MinTTL, MaxTTL time.Duration

@@ -11,7 +11,7 @@
 //	client, _ := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
 //	holder, err := machineid_etcd.New(client, machineid.WithRange(0, 1023))
 //	if err != nil { ... }
-//	gen, err := ringflake.New(ringflake.WithMachineIDSource(holder))
+//	gen, err := ringflake.New(ctx, ringflake.WithMachineIDSource(holder))
 //	defer gen.Close()
 //
 // The guarantee: while etcd keeps its data (across restarts and leader

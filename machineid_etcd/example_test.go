@@ -1,6 +1,7 @@
 package machineid_etcd_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"time"
@@ -25,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	gen, err := ringflake.New(ringflake.WithMachineIDSource(holder))
+	gen, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(holder))
 	if err != nil {
 		log.Fatal(err) // etcd unreachable, every ID held, ...
 	}
@@ -48,11 +49,11 @@ func ExampleNew_invalid() {
 	_, err = machineid_etcd.New(client, machineid.WithTTL(1500*time.Millisecond))
 	fmt.Println(err)
 	// Output:
-	// ringflake: invalid configuration: machineid_etcd: TTL = 1.5s; valid: a whole number of 1s
+	// ringflake: invalid configuration: TTL = 1.5s; valid: a whole number of 1s
 }
 
 // Holders share machine IDs when they share a key prefix; give each ID
-// space a prefix of its own. An empty one is refused.
+// space a prefix of its own. An empty one means the default.
 func ExampleWithPrefix() {
 	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
 	if err != nil {
@@ -65,5 +66,5 @@ func ExampleWithPrefix() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// ringflake: invalid configuration: machineid_etcd: prefix = ""; valid: any non-empty string
+	// <nil>
 }

@@ -24,7 +24,6 @@ func TestBadConfigRefused(t *testing.T) {
 		opts []machineid.Option
 		want string
 	}{
-		{"empty prefix", []machineid.Option{machineid_etcd.WithPrefix("")}, `prefix = ""; valid: any non-empty string`},
 		{"TTL under 1s", []machineid.Option{machineid.WithTTL(500 * time.Millisecond)}, "TTL = 500ms; valid: 1s..1h0m0s"},
 		{"TTL not whole seconds", []machineid.Option{machineid.WithTTL(1500 * time.Millisecond)}, "TTL = 1.5s; valid: a whole number of 1s"},
 		{"TTL over 1h", []machineid.Option{machineid.WithTTL(2 * time.Hour)}, "TTL = 2h0m0s; valid: 1s..1h0m0s"},
@@ -33,7 +32,7 @@ func TestBadConfigRefused(t *testing.T) {
 			h, err := machineid_etcd.New(c, tc.opts...)
 			assert.Nil(t, h, "Holder")
 			assert.ErrorIs(t, err, ringflake.ErrInvalidConfig)
-			assert.ErrorContains(t, err, "machineid_etcd: "+tc.want)
+			assert.ErrorContains(t, err, "ringflake: invalid configuration: "+tc.want, "the sentinel names the package, once")
 		})
 	}
 	t.Run("nil client", func(t *testing.T) {
@@ -42,7 +41,7 @@ func TestBadConfigRefused(t *testing.T) {
 		assert.ErrorContains(t, err, "client = nil")
 	})
 	t.Run("zero means the default", func(t *testing.T) {
-		h, err := machineid_etcd.New(c, nil, machineid.WithTTL(0), machineid.WithSafetyMargin(0), machineid.WithCallTimeout(0), machineid.WithClock(nil))
+		h, err := machineid_etcd.New(c, nil, machineid.WithTTL(0), machineid.WithSafetyMargin(0), machineid.WithCallTimeout(0), machineid_etcd.WithPrefix(""))
 		assert.NoError(t, err)
 		assert.NotNil(t, h)
 	})

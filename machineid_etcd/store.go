@@ -18,6 +18,9 @@ import (
 // whole seconds.
 var limits = machineid.Limits{Name: "machineid_etcd", MinTTL: time.Second, TTLStep: time.Second}
 
+// defaultPrefix is the prefix of every key, unless WithPrefix says another.
+const defaultPrefix = "ringflake/machineid/"
+
 // settings are the store's own options.
 type settings struct {
 	prefix string // of every key; not empty
@@ -26,7 +29,7 @@ type settings struct {
 // WithPrefix sets the prefix of every key the Holder writes: the owner of
 // machine ID n is at prefix+"owner/n", attached to the holder's etcd
 // lease, and its mark at prefix+"mark/n", kept without a lease. Holders
-// that share a prefix share the IDs. It must not be empty; the default is
+// that share a prefix share the IDs. "", the default, means
 // "ringflake/machineid/".
 func WithPrefix(p string) machineid.Option {
 	return machineid.StoreOption("machineid_etcd.WithPrefix", func(s *settings) { s.prefix = p })
@@ -39,26 +42,25 @@ func WithPrefix(p string) machineid.Option {
 // calls as a crash would, leaving the lease to expire in etcd.
 //
 // New returns an error wrapping ringflake.ErrInvalidConfig, naming the
-// value and what is valid, if client is nil, the prefix is empty, or an
-// option is out of range; the TTL must be a whole number of seconds from
-// 1s to 1h.
+// value and what is valid, if client is nil or an option is out of range;
+// the TTL must be a whole number of seconds from 1s to 1h.
 func New(client *clientv3.Client, opts ...machineid.Option) (*machineid.Holder, error) {
 	if client == nil {
 		return nil, invalid("client", "nil", "a *clientv3.Client")
 	}
-	s := &store{client: client, settings: settings{prefix: "ringflake/machineid/"}, held: map[string]*holding{}}
+	s := &store{client: client, held: map[string]*holding{}}
 	h, err := machineid.NewHolder(s, &s.settings, limits, opts...)
 	if err != nil {
 		return nil, err
 	}
 	if s.prefix == "" {
-		return nil, invalid("prefix", `""`, "any non-empty string")
+		s.prefix = defaultPrefix
 	}
 	return h, nil
 }
 
 func invalid(name string, value any, valid string) error {
-	return fmt.Errorf("%w: machineid_etcd: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
+	return fmt.Errorf("%w: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
 }
 
 // store is a [machineid.Store] in etcd. Each holding's token gets an etcd

@@ -249,7 +249,7 @@ func TestGeneratorFollowsLease(t *testing.T) {
 	e := etcdtest.Start(t)
 	c := newClient(t, e.Endpoints())
 	l := newHolder(t, c, machineid.WithRange(3, 9))
-	g, err := ringflake.New(ringflake.WithMachineIDSource(l))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l))
 	require.NoError(t, err, "ringflake.New")
 	var last ringflake.ID
 	for range 1000 {
@@ -330,8 +330,8 @@ func TestClockAheadCostsWait(t *testing.T) {
 	const skew = 2 * time.Second
 	ahead := func() time.Time { return time.Now().Add(skew) }
 	rng := machineid.WithRange(0, 0)
-	a, err := ringflake.New(
-		ringflake.WithMachineIDSource(newHolder(t, newClient(t, e.Endpoints()), rng, machineid.WithClock(ahead))),
+	a, err := ringflake.New(t.Context(),
+		ringflake.WithMachineIDSource(newHolder(t, newClient(t, e.Endpoints()), rng)),
 		ringflake.WithClock(ahead))
 	require.NoError(t, err, "New with a clock ahead")
 	var aIDs []ringflake.ID
@@ -343,8 +343,7 @@ func TestClockAheadCostsWait(t *testing.T) {
 	require.NoError(t, a.Close(), "Close with a clock ahead")
 
 	start := time.Now()
-	b, err := ringflake.New(ringflake.WithMachineIDSource(newHolder(t, newClient(t, e.Endpoints()), rng)),
-		ringflake.WithAcquireTimeout(10*time.Second))
+	b, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(newHolder(t, newClient(t, e.Endpoints()), rng)))
 	require.NoError(t, err, "New with a right clock")
 	defer b.Close()
 	waited := time.Since(start)

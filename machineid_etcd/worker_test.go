@@ -101,7 +101,9 @@ func startGenerator(client *clientv3.Client, lo, hi int64, term <-chan os.Signal
 			fmt.Printf("error BAD %v\n", err)
 			return nil
 		}
-		gen, err := ringflake.New(ringflake.WithMachineIDSource(l), ringflake.WithAcquireTimeout(5*time.Second), ringflake.WithMaxWait(100*time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		gen, err := ringflake.New(ctx, ringflake.WithMachineIDSource(l), ringflake.WithMaxWait(100*time.Millisecond))
+		cancel()
 		if err == nil {
 			fmt.Printf("started %d\n", gen.Lease().ID)
 			return gen

@@ -37,7 +37,7 @@ func BenchmarkNextID(b *testing.B) {
 				name = "machine=" + tt.name + "/goroutines=GOMAXPROCS"
 			}
 			b.Run(name, func(b *testing.B) {
-				g, err := ringflake.New(ringflake.WithLayout(l), tt.opt(b))
+				g, err := ringflake.New(b.Context(), ringflake.WithLayout(l), tt.opt(b))
 				if err != nil {
 					b.Fatal(err)
 				}

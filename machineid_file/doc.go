@@ -11,7 +11,7 @@
 // it, as with every lease:
 //
 //	ids, err := machineid_file.New("/var/lib/myapp/ringflake", machineid.WithRange(42, 42))
-//	g, err := ringflake.New(ringflake.WithMachineIDSource(ids))
+//	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))
 //	defer g.Close() // unlocks the file, and lowers the mark to the last ID issued
 //
 // machineid.WithRange(lo, hi) takes the lowest free ID in a range, for

@@ -25,7 +25,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(ids))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(ids))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func ExampleNew() {
 	fmt.Println("machine", g.Layout().Decompose(id).Machine)
 
 	twin, _ := machineid_file.New(dir, machineid.WithRange(42, 42))
-	_, err = ringflake.New(ringflake.WithMachineIDSource(twin))
+	_, err = ringflake.New(context.Background(), ringflake.WithMachineIDSource(twin))
 	fmt.Println("twin refused:", errors.Is(err, machineid.ErrExhausted))
 	// Output:
 	// machine 42
@@ -58,7 +58,7 @@ func ExampleWithSource() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(ids))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(ids))
 	if err != nil {
 		log.Fatal(err)
 	}

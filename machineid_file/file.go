@@ -1,13 +1,13 @@
 package machineid_file
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/sentinel"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -15,7 +15,7 @@ import (
 // intact mark of ours: a file nobody of ours wrote, or both copies of the
 // mark damaged. The error names the file and says what to do. Test for it
 // with [errors.Is].
-var ErrCorrupt = errors.New("machineid_file: not an intact mark file")
+var ErrCorrupt = sentinel.New("machineid_file: not an intact mark file")
 
 // limits are the bounds of the file store: the Holder's own, with ranges
 // of at most 65536 IDs, each a file.
@@ -24,7 +24,7 @@ var limits = machineid.Limits{Name: "machineid_file", MaxIDs: 1 << 16}
 // maxAhead is how far ahead of the clock a mark may be before Take refuses
 // it. A mark is written at most a TTL (at most an hour) ahead of the
 // writer's clock; one further ahead than a day means a clock set far wrong,
-// here or where it was written, and no acquire timeout waits that out.
+// here or where it was written, and no New waits that out.
 const maxAhead = 24 * time.Hour
 
 // settings are the store's own options.
@@ -66,7 +66,7 @@ func New(dir string, opts ...machineid.Option) (*machineid.Holder, error) {
 		return nil, err
 	}
 	if _, ok := set.src.(machineid.Leaser); ok {
-		return nil, fmt.Errorf("%w: machineid_file: WithSource(%T): a machineid.Leaser holds its own lease; give it to ringflake.WithMachineIDSource directly", ringflake.ErrInvalidConfig, set.src)
+		return nil, fmt.Errorf("%w: WithSource(%T): a machineid.Leaser holds its own lease; give it to ringflake.WithMachineIDSource directly", ringflake.ErrInvalidConfig, set.src)
 	}
 	if dir, err = stateDir(dir); err != nil {
 		return nil, err
@@ -88,13 +88,13 @@ func stateDir(dir string) (string, error) {
 	if dir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("%w: machineid_file: no directory given, none in $RINGFLAKE_STATE_DIR or $XDG_STATE_HOME, and no home directory for ~/.local/state/ringflake: %w", ringflake.ErrInvalidConfig, err)
+			return "", fmt.Errorf("%w: no directory given, none in $RINGFLAKE_STATE_DIR or $XDG_STATE_HOME, and no home directory for ~/.local/state/ringflake: %w", ringflake.ErrInvalidConfig, err)
 		}
 		dir = filepath.Join(home, ".local", "state", "ringflake")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("%w: machineid_file: directory %q: %w", ringflake.ErrInvalidConfig, dir, err)
+		return "", fmt.Errorf("%w: directory %q: %w", ringflake.ErrInvalidConfig, dir, err)
 	}
 	return abs, nil
 }

@@ -34,7 +34,7 @@ func localFS(dir string) error {
 	}
 	typ := uint32(st.Type) // int64 or int32 by architecture; the magic is 32 bits
 	if name, ok := networkFS[typ]; ok {
-		return fmt.Errorf("%w: machineid_file: %s is on a %s filesystem (statfs type 0x%X), where a file lock may outlive a crashed process or be lost by a live one: put the state directory on a local filesystem",
+		return fmt.Errorf("%w: %s is on a %s filesystem (statfs type 0x%X), where a file lock may outlive a crashed process or be lost by a live one: put the state directory on a local filesystem",
 			ringflake.ErrInvalidConfig, dir, name, typ)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 // lockFile fails: the store needs flock, which this platform's package
 // syscall lacks.
 func lockFile(string) (*os.File, error) {
-	return nil, fmt.Errorf("machineid_file: no file locks on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+	return nil, fmt.Errorf("no file locks on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
 func prepareDir(string) error { return nil }

@@ -13,7 +13,7 @@
 //	clientset, _ := kubernetes.NewForConfig(cfg)
 //	holder, err := machineid_k8s.New(clientset.CoordinationV1(), machineid.WithRange(0, 1023))
 //	if err != nil { ... }
-//	gen, err := ringflake.New(ringflake.WithMachineIDSource(holder))
+//	gen, err := ringflake.New(ctx, ringflake.WithMachineIDSource(holder))
 //	defer gen.Close()
 //
 // The guarantee: while the cluster's etcd keeps its data (across API server

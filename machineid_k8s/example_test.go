@@ -1,6 +1,7 @@
 package machineid_k8s_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 
@@ -28,7 +29,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	gen, err := ringflake.New(ringflake.WithMachineIDSource(holder))
+	gen, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(holder))
 	if err != nil {
 		log.Fatal(err) // forbidden by RBAC, every ID held, ...
 	}
@@ -53,7 +54,7 @@ func ExampleWithPrefix() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// ringflake: invalid configuration: machineid_k8s: prefix = "Orders_"; valid: up to 200 lower-case letters, digits, '-' and '.', beginning with a letter or digit
+	// ringflake: invalid configuration: prefix = "Orders_"; valid: up to 200 lower-case letters, digits, '-' and '.', beginning with a letter or digit
 }
 
 // New refuses a namespace that is not a DNS label, as the API server
@@ -69,5 +70,5 @@ func ExampleNew_invalid() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// ringflake: invalid configuration: machineid_k8s: namespace = "IDs"; valid: a DNS label: up to 63 lower-case letters, digits and '-', beginning and ending with a letter or digit
+	// ringflake: invalid configuration: namespace = "IDs"; valid: a DNS label: up to 63 lower-case letters, digits and '-', beginning and ending with a letter or digit
 }

@@ -28,10 +28,7 @@ func TestBadConfigRefused(t *testing.T) {
 		want string
 	}{
 		{"namespace with capitals", machineid_k8s.WithNamespace("Ring"), `namespace = "Ring"`},
-		{"empty namespace", machineid_k8s.WithNamespace(""), `namespace = ""`},
 		{"prefix with an underscore", machineid_k8s.WithPrefix("ids_"), `prefix = "ids_"`},
-		{"empty prefix", machineid_k8s.WithPrefix(""), `prefix = ""`},
-		{"empty identity", machineid_k8s.WithIdentity(""), `identity = ""`},
 		{"TTL under a second", machineid.WithTTL(500 * time.Millisecond), "TTL = 500ms; valid: 1s..1h0m0s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,4 +39,7 @@ func TestBadConfigRefused(t *testing.T) {
 	}
 	_, err = machineid_k8s.New(nil)
 	assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, "a nil client")
+	h, err := machineid_k8s.New(c, machineid_k8s.WithNamespace(""), machineid_k8s.WithPrefix(""), machineid_k8s.WithIdentity(""))
+	assert.NoError(t, err, "an empty namespace, prefix or identity means the default")
+	assert.NotNil(t, h)
 }

@@ -30,25 +30,37 @@ type settings struct {
 // a namespace and a prefix share the IDs. The default is the pod's own
 // namespace, read from the service account's mount
 // (/var/run/secrets/kubernetes.io/serviceaccount/namespace), or "default"
-// outside a pod.
+// outside a pod; "" means the default.
 func WithNamespace(ns string) machineid.Option {
-	return machineid.StoreOption("machineid_k8s.WithNamespace", func(s *settings) { s.namespace = ns })
+	return machineid.StoreOption("machineid_k8s.WithNamespace", func(s *settings) {
+		if ns != "" {
+			s.namespace = ns
+		}
+	})
 }
 
 // WithPrefix sets the prefix of the Lease names: machine ID n is held with
 // the Lease prefix+"n". Names must be DNS subdomains, so the prefix is
 // lower-case letters, digits, '-' and '.', beginning with a letter or a
-// digit. The default is "ringflake-machine-".
+// digit. "", the default, means "ringflake-machine-".
 func WithPrefix(p string) machineid.Option {
-	return machineid.StoreOption("machineid_k8s.WithPrefix", func(s *settings) { s.prefix = p })
+	return machineid.StoreOption("machineid_k8s.WithPrefix", func(s *settings) {
+		if p != "" {
+			s.prefix = p
+		}
+	})
 }
 
 // WithIdentity sets the name a Lease's holderIdentity begins with, so that
 // kubectl shows which pod holds each ID; a random token per holding follows
-// it, after an underscore. The default is $POD_NAME, else the hostname
-// (which is the pod's name in a pod).
+// it, after an underscore. "", the default, means $POD_NAME, else the
+// hostname (which is the pod's name in a pod).
 func WithIdentity(name string) machineid.Option {
-	return machineid.StoreOption("machineid_k8s.WithIdentity", func(s *settings) { s.identity = name })
+	return machineid.StoreOption("machineid_k8s.WithIdentity", func(s *settings) {
+		if name != "" {
+			s.identity = name
+		}
+	})
 }
 
 // namespaceFile is where a pod's service account mount names its namespace.
@@ -105,7 +117,7 @@ func (s *settings) validate() error {
 }
 
 func invalid(name string, value any, valid string) error {
-	return fmt.Errorf("%w: machineid_k8s: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
+	return fmt.Errorf("%w: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
 }
 
 // defaultNamespace returns the namespace named in file, a pod's service

@@ -218,7 +218,7 @@ func testClockAhead(t *testing.T, s *k8stest.Server, ns string) {
 	const skew = 2 * time.Second
 	ahead := func() time.Time { return time.Now().Add(skew) }
 	rng := machineid.WithRange(0, 0)
-	a, err := ringflake.New(ringflake.WithMachineIDSource(newHolder(t, newClient(t, s, s.Token(k8stest.Admin)), ns, rng, machineid.WithClock(ahead))),
+	a, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(newHolder(t, newClient(t, s, s.Token(k8stest.Admin)), ns, rng)),
 		ringflake.WithClock(ahead))
 	require.NoError(t, err, "New with a clock ahead")
 	var last ringflake.ID
@@ -229,8 +229,7 @@ func testClockAhead(t *testing.T, s *k8stest.Server, ns string) {
 	require.NoError(t, a.Close(), "Close with a clock ahead")
 
 	start := time.Now()
-	b, err := ringflake.New(ringflake.WithMachineIDSource(newHolder(t, newClient(t, s, s.Token(k8stest.Admin)), ns, rng)),
-		ringflake.WithAcquireTimeout(10*time.Second))
+	b, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(newHolder(t, newClient(t, s, s.Token(k8stest.Admin)), ns, rng)))
 	require.NoError(t, err, "New with a right clock")
 	defer b.Close()
 	waited := time.Since(start)

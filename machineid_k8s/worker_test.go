@@ -112,7 +112,9 @@ func startGenerator(client kubernetes.Interface, lo, hi int64, term <-chan os.Si
 			fmt.Printf("error BAD %v\n", err)
 			return nil
 		}
-		gen, err := ringflake.New(ringflake.WithMachineIDSource(l), ringflake.WithAcquireTimeout(10*time.Second), ringflake.WithMaxWait(100*time.Millisecond))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		gen, err := ringflake.New(ctx, ringflake.WithMachineIDSource(l), ringflake.WithMaxWait(100*time.Millisecond))
+		cancel()
 		if err == nil {
 			fmt.Printf("started %d\n", gen.Lease().ID)
 			return gen

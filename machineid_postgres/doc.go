@@ -13,7 +13,7 @@
 //	pool, _ := pgxpool.New(ctx, "postgres://app@db.internal/app")
 //	_ = machineid_postgres.CreateTable(ctx, pool, "")
 //	holder, _ := machineid_postgres.New(pool, machineid.WithTTL(10*time.Second))
-//	g, _ := ringflake.New(ringflake.WithMachineIDSource(holder))
+//	g, _ := ringflake.New(ctx, ringflake.WithMachineIDSource(holder))
 //	defer g.Close() // releases the lease
 //
 // The guarantee: with one primary whose committed data survives

@@ -29,7 +29,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(holder))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(holder))
 	if err != nil {
 		log.Fatal(err) // for example: every ID in the range is held
 	}
@@ -49,5 +49,5 @@ func ExampleWithTable() {
 	_, err = mp.New(pool, mp.WithTable("Machine-IDs"))
 	fmt.Println(err)
 	// Output:
-	// ringflake: invalid configuration: machineid_postgres: table = "Machine-IDs"; valid: a lowercase SQL identifier (a-z, 0-9, _; not starting with a digit; at most 63 bytes), optionally schema.table
+	// ringflake: invalid configuration: table = "Machine-IDs"; valid: a lowercase SQL identifier (a-z, 0-9, _; not starting with a digit; at most 63 bytes), optionally schema.table
 }

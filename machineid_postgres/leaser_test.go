@@ -323,7 +323,7 @@ func TestGeneratorFollowsLease(t *testing.T) {
 	t.Parallel()
 	_, pool := startDB(t)
 	l := newLeaser(t, pool, machineid.WithRange(3, 3))
-	g, err := ringflake.New(ringflake.WithMachineIDSource(l))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l))
 	require.NoError(t, err)
 	id, err := g.NextID()
 	require.NoError(t, err)

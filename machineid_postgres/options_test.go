@@ -26,15 +26,14 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		opts []machineid.Option
 		want string // in the message: the value and the valid range
 	}{
-		{"nil db", nil, nil, "machineid_postgres: db = nil"},
-		{"empty table", pool, []machineid.Option{mp.WithTable("")}, `machineid_postgres: table = ""; valid: a lowercase SQL identifier`},
+		{"nil db", nil, nil, "ringflake: invalid configuration: db = nil"},
 		{"uppercase table", pool, []machineid.Option{mp.WithTable("Leases")}, `table = "Leases"`},
 		{"table with a quote", pool, []machineid.Option{mp.WithTable(`a"b`)}, `table = "a\"b"`},
 		{"three-part table", pool, []machineid.Option{mp.WithTable("a.b.c")}, `table = "a.b.c"`},
 		{"empty schema", pool, []machineid.Option{mp.WithTable(".b")}, `table = ".b"`},
 		{"table too long", pool, []machineid.Option{mp.WithTable(strings.Repeat("t", 64))}, `table = "tttt`},
-		{"range too large", pool, []machineid.Option{machineid.WithRange(0, 1<<16)}, "machineid_postgres: range = 0..65536 (65537 IDs); valid: at most 65536 IDs"},
-		{"TTL too long", pool, []machineid.Option{machineid.WithTTL(25 * time.Hour)}, "machineid_postgres: TTL = 25h0m0s; valid: 100ms..1h0m0s"},
+		{"range too large", pool, []machineid.Option{machineid.WithRange(0, 1<<16)}, "ringflake: invalid configuration: range = 0..65536 (65537 IDs); valid: at most 65536 IDs"},
+		{"TTL too long", pool, []machineid.Option{machineid.WithTTL(25 * time.Hour)}, "ringflake: invalid configuration: TTL = 25h0m0s; valid: 100ms..1h0m0s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := mp.New(tt.db, tt.opts...)
@@ -58,13 +57,14 @@ func TestNewAcceptsGoodConfig(t *testing.T) {
 	}{
 		{"defaults", nil},
 		{"nil option", []machineid.Option{nil}},
+		{"zero means the default", []machineid.Option{mp.WithTable(""), machineid.WithTTL(0), machineid.WithSafetyMargin(0), machineid.WithCallTimeout(0)}},
 		{"one ID", []machineid.Option{machineid.WithRange(7, 7)}},
 		{"the largest range", []machineid.Option{machineid.WithRange(1<<40, 1<<40+1<<16-1)}},
 		{"schema-qualified table", []machineid.Option{mp.WithTable("ids.machine_leases")}},
 		{"63-byte table", []machineid.Option{mp.WithTable(strings.Repeat("t", 63))}},
 		{"shortest TTL, its own defaults", []machineid.Option{machineid.WithTTL(100 * time.Millisecond)}},
 		{"longest TTL", []machineid.Option{machineid.WithTTL(time.Hour)}},
-		{"every option", []machineid.Option{mp.WithTable("t"), machineid.WithTTL(time.Minute), machineid.WithSafetyMargin(time.Second), machineid.WithCallTimeout(20 * time.Second), machineid.WithClock(time.Now)}},
+		{"every option", []machineid.Option{mp.WithTable("t"), machineid.WithTTL(time.Minute), machineid.WithSafetyMargin(time.Second), machineid.WithCallTimeout(20 * time.Second)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := mp.New(pool, tt.opts...)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/sentinel"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -62,11 +63,15 @@ func New(db DB, opts ...machineid.Option) (*machineid.Holder, error) {
 
 // WithTable sets the table holding the leases: a lowercase SQL identifier
 // (a-z, 0-9 and _, not starting with a digit, at most 63 bytes), optionally
-// qualified by a schema named the same way, as in "ids.machine_leases". The
-// default is ringflake_machine_ids. Holders that share a table share its
-// machine IDs.
+// qualified by a schema named the same way, as in "ids.machine_leases". "",
+// the default, means ringflake_machine_ids. Holders that share a table share
+// its machine IDs.
 func WithTable(name string) machineid.Option {
-	return machineid.StoreOption("machineid_postgres.WithTable", func(s *store) { s.table = name })
+	return machineid.StoreOption("machineid_postgres.WithTable", func(s *store) {
+		if name != "" {
+			s.table = name
+		}
+	})
 }
 
 // CreateTable creates the table named table ("" for the default) if it does
@@ -83,7 +88,7 @@ func CreateTable(ctx context.Context, db DB, table string) error {
 		return err
 	}
 	if _, err := db.Exec(ctx, newStatements(table).create); err != nil {
-		return fmt.Errorf("machineid_postgres: creating table %s: %w", table, err)
+		return sentinel.Name("machineid_postgres", fmt.Errorf("creating table %s: %w", table, err))
 	}
 	return nil
 }
@@ -182,5 +187,5 @@ func checkTable(name string) error {
 }
 
 func invalid(name string, value any, valid string) error {
-	return fmt.Errorf("%w: machineid_postgres: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
+	return fmt.Errorf("%w: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
 }

@@ -53,7 +53,7 @@ func child() int {
 		return 2
 	}
 	defer pool.Close()
-	l, err := mp.New(pool, machineid.WithTTL(ttl), machineid.WithRange(0, hi), machineid.WithClock(clock))
+	l, err := mp.New(pool, machineid.WithTTL(ttl), machineid.WithRange(0, hi)) // New hands it the generator's clock
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fatal", err)
 		return 2
@@ -62,7 +62,9 @@ func child() int {
 	signal.Notify(term, syscall.SIGTERM)
 	var g *ringflake.Generator
 	for start := time.Now(); ; {
-		g, err = ringflake.New(ringflake.WithMachineIDSource(l), ringflake.WithClock(clock), ringflake.WithAcquireTimeout(10*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		g, err = ringflake.New(ctx, ringflake.WithMachineIDSource(l), ringflake.WithClock(clock))
+		cancel()
 		if err == nil {
 			break
 		}

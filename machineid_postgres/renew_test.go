@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringflake/ringflake/internal/holderclock"
 	"github.com/ringflake/ringflake/machineid"
 	mp "github.com/ringflake/ringflake/machineid_postgres"
 )
@@ -51,7 +52,8 @@ func TestExpiryByDatabaseClock(t *testing.T) {
 	srv, pool := startDB(t)
 	ahead := func() time.Time { return time.Now().Add(time.Hour) }
 	behind := func() time.Time { return time.Now().Add(-time.Hour) }
-	old, abandon := ownLeaser(t, srv, machineid.WithRange(0, 0), machineid.WithClock(ahead))
+	old, abandon := ownLeaser(t, srv, machineid.WithRange(0, 0))
+	holderclock.Set(old, ahead)
 	oldRec := watch(t, old)
 	_, err := old.MachineID(ctxT(t))
 	require.NoError(t, err)
@@ -67,7 +69,8 @@ func TestExpiryByDatabaseClock(t *testing.T) {
 	}
 	expires := readRow(t, pool, 0).expiresAt
 
-	next := newLeaser(t, pool, machineid.WithRange(0, 0), machineid.WithClock(behind))
+	next := newLeaser(t, pool, machineid.WithRange(0, 0))
+	holderclock.Set(next, behind)
 	for {
 		_, err := next.MachineID(ctxT(t))
 		if err == nil {

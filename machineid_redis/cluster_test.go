@@ -34,7 +34,7 @@ func TestCluster(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			gen, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(10*ttl))
+			gen, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(10*ttl))
 			if err != nil {
 				return err
 			}
@@ -57,7 +57,7 @@ func TestClusterNodeStoppedMidRun(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close() })
 	svc := leased(t, c)
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
 	// Three nodes and the race detector on two cores can delay a renewal

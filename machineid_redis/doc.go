@@ -4,7 +4,7 @@
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 //	ids, err := machineid_redis.New(client, machineid.WithRange(0, 1023))
 //	...
-//	g, err := ringflake.New(ringflake.WithMachineIDSource(ids))
+//	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))
 //	...
 //	defer g.Close() // releases the lease
 //

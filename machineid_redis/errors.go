@@ -1,6 +1,6 @@
 package machineid_redis
 
-import "errors"
+import "github.com/ringflake/ringflake/internal/sentinel"
 
 // Errors of host mode, besides those every store shares (see package
 // machineid). Test for them with [errors.Is]; the returned errors wrap them
@@ -10,10 +10,10 @@ var (
 	// live process: a second process on the host, or one that crashed less
 	// than a TTL ago. Sharing the ID would duplicate IDs, so the call
 	// refuses.
-	ErrHostInUse = errors.New("machineid_redis: the host's machine ID is held by another process")
+	ErrHostInUse = sentinel.New("machineid_redis: the host's machine ID is held by another process")
 
 	// ErrBadMapping means that the host mapping holds an ID outside the
 	// range, or that it or MAX_ID holds a value that is not a decimal ID
 	// (1 to 15 ASCII digits).
-	ErrBadMapping = errors.New("machineid_redis: host mapping holds an unusable machine ID")
+	ErrBadMapping = sentinel.New("machineid_redis: host mapping holds an unusable machine ID")
 )

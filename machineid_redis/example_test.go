@@ -1,6 +1,7 @@
 package machineid_redis_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -22,9 +23,10 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// New waits, within its acquire timeout, until the clock has passed the
-	// mark the ID inherited: up to a TTL on a Redis that just started.
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc))
+	// New waits, within its context (30 s without a deadline), until the
+	// clock has passed the mark the ID inherited: up to a TTL on a Redis
+	// that just started.
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(svc))
 	if err != nil {
 		log.Fatal(err) // for example: all IDs in the range are leased
 	}
@@ -32,8 +34,9 @@ func ExampleNew() {
 	id, err := g.NextID()
 	if err != nil {
 		// For example a lost lease, with its cause:
-		// ringflake: machine ID lease is not held: machineid_redis: lease on
-		// machine ID 0 expired, as no renewal succeeded: ...
+		// machineid: lease lost: no renewal of machine ID 0 was confirmed
+		// within TTL 10s − safety margin 2s of the last; the latest call:
+		// machineid_redis: renewing machine ID 0: ...
 		log.Print(err)
 	}
 	fmt.Println(id)
@@ -47,7 +50,7 @@ func ExampleWithHostMapping() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(svc))
 	if err != nil {
 		log.Fatal(err) // for example: another process on 10.0.0.5 holds its ID
 	}
@@ -61,7 +64,7 @@ func ExampleWithPrefix() {
 	_, err := mr.New(client, mr.WithPrefix("ids:"))
 	fmt.Println(err)
 	// Output:
-	// ringflake: invalid configuration: machineid_redis: prefix = "ids:"; valid: one with a hash tag, such as "{ids}:": Lua scripts need every key in one Cluster slot
+	// ringflake: invalid configuration: prefix = "ids:"; valid: one with a hash tag, such as "{ids}:": Lua scripts need every key in one Cluster slot
 }
 
 // A TTL outside Redis's bounds is refused with ringflake's sentinel.
@@ -72,6 +75,6 @@ func Example_ttlBounds() {
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, ringflake.ErrInvalidConfig))
 	// Output:
-	// ringflake: invalid configuration: machineid_redis: TTL = 100h0m0s; valid: 1s..5m0s
+	// ringflake: invalid configuration: TTL = 100h0m0s; valid: 1s..5m0s
 	// true
 }

@@ -43,8 +43,8 @@ func TestFreshRedisNewWaitsOutTheRestartFloor(t *testing.T) {
 	srv := redistest.Start(t)
 	svc := leased(t, client(t, srv.Addr))
 	var logs syncBuffer
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	require.NoError(t, err, "New should wait out the restart floor within its acquire timeout")
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc), ringflake.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	require.NoError(t, err, "New should wait out the restart floor within its bound")
 	defer g.Close()
 	l := g.Lease()
 	require.True(t, l.Held)
@@ -58,16 +58,18 @@ func TestFreshRedisNewWaitsOutTheRestartFloor(t *testing.T) {
 	assert.NotContains(t, logs.String(), "stepped back", "nothing should blame the clock")
 }
 
-// With an acquire timeout shorter than the restart floor, New fails at
+// With a deadline sooner than the restart floor, New fails at
 // once with ErrMarkAhead and how far ahead the mark is, not with the clock
 // being behind, and gives the lease back.
-func TestFreshRedisShortAcquireTimeoutSaysHowFarAhead(t *testing.T) {
+func TestFreshRedisShortDeadlineSaysHowFarAhead(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := client(t, srv.Addr)
 	svc := leased(t, c, machineid.WithTTL(3*time.Second))
 	start := time.Now()
-	_, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithAcquireTimeout(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	_, err := ringflake.New(ctx, ringflake.WithMachineIDSource(svc))
 	require.ErrorIs(t, err, ringflake.ErrMarkAhead)
 	assert.Less(t, time.Since(start), time.Second, "New should fail as soon as it knows the wait is too long")
 	assert.NotErrorIs(t, err, ringflake.ErrClockBehind)
@@ -88,9 +90,9 @@ func TestOneHolderServesOneGenerator(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
 	svc := leased(t, c)
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc))
 	require.NoError(t, err)
-	_, err = ringflake.New(ringflake.WithMachineIDSource(svc))
+	_, err = ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc))
 	require.ErrorIs(t, err, ringflake.ErrInvalidConfig, "two generators on one Service would issue with one machine ID")
 	_, err = g.NextID()
 	require.NoError(t, err, "the refused New must not disturb the first generator")
@@ -100,7 +102,7 @@ func TestOneHolderServesOneGenerator(t *testing.T) {
 	keys, err := c.Keys(context.Background(), prefix+"LEASE:*").Result()
 	require.NoError(t, err)
 	assert.Empty(t, keys, "a released Holder holds no lease")
-	g2, err := ringflake.New(ringflake.WithMachineIDSource(svc))
+	g2, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc))
 	require.NoError(t, err, "a released Holder serves a new generator")
 	require.NoError(t, g2.Close())
 }
@@ -111,12 +113,12 @@ func TestLeaseTakenByAnotherOwnerSaysSo(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
 	svc := leased(t, c, machineid.WithRange(0, 0))
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
 	require.NoError(t, c.Set(context.Background(), prefix+"LEASE:0", "someone-else", 10*time.Second).Err())
 	require.Eventually(t, func() bool { return !g.Lease().Held }, 10*ttl, ttl/20, "the next renewal should find the lease taken")
-	assert.ErrorContains(t, g.Lease().Err, "machineid_redis: renewing machine ID 0: machineid: lease lost: machine ID 0 was taken by another owner")
+	assert.ErrorContains(t, g.Lease().Err, "renewing machine ID 0: machineid: lease lost: machine ID 0 was taken by another owner")
 	assert.ErrorIs(t, g.Lease().Err, machineid.ErrLeaseLost)
 	_, err = g.NextID()
 	require.ErrorIs(t, err, ringflake.ErrLeaseLost)

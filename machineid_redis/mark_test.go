@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringflake/ringflake/internal/holderclock"
 	"github.com/ringflake/ringflake/internal/redistest"
 	"github.com/ringflake/ringflake/machineid"
 	mr "github.com/ringflake/ringflake/machineid_redis"
@@ -52,7 +53,8 @@ func TestMarksStayWithinTTLAndMarginOfTheServersTime(t *testing.T) {
 	c := client(t, settled(t, ttl).Addr)
 	var clock offsetClock
 	clock.off.Store(int64(defaultMargin * 3 / 4))
-	s := leased(t, c, machineid.WithRange(0, 0), machineid.WithClock(clock.Now))
+	s := leased(t, c, machineid.WithRange(0, 0))
+	holderclock.Set(s, clock.Now)
 	_, err := s.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	for i := range 5 {
@@ -83,10 +85,11 @@ func TestClockTooFarAheadIsRefused(t *testing.T) {
 			var clock offsetClock
 			clock.off.Store(int64(tt.ahead))
 			p := "{" + tt.name + "}:"
-			s := leased(t, c, append(tt.opts, mr.WithPrefix(p), machineid.WithClock(clock.Now))...)
+			s := leased(t, c, append(tt.opts, mr.WithPrefix(p))...)
+			holderclock.Set(s, clock.Now)
 			_, err := s.MachineID(acquireCtx(t))
 			require.Error(t, err)
-			assert.ErrorContains(t, err, "machineid_redis: this process's clock is ")
+			assert.ErrorContains(t, err, "machineid_redis: taking a machine ID: this process's clock is ")
 			assert.ErrorContains(t, err, "ahead of the Redis server's; "+tt.allows)
 			n, err := c.Exists(context.Background(), p+"MARKS").Result()
 			require.NoError(t, err)
@@ -102,7 +105,8 @@ func TestClockJumpingAheadLapsesTheLease(t *testing.T) {
 	t.Parallel()
 	c := client(t, settled(t, ttl).Addr)
 	var clock offsetClock
-	s := leased(t, c, machineid.WithRange(0, 0), machineid.WithClock(clock.Now))
+	s := leased(t, c, machineid.WithRange(0, 0))
+	holderclock.Set(s, clock.Now)
 	_, err := s.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	clock.off.Store(int64(time.Hour))

@@ -59,7 +59,7 @@ func TestGeneratorCloseLetsTheNextHolderStartAtOnce(t *testing.T) {
 	seen := map[ringflake.ID]bool{}
 	for round := range 3 {
 		svc := leased(t, c, machineid.WithRange(9, 9), long)
-		g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(100*time.Millisecond))
+		g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(100*time.Millisecond))
 		require.NoError(t, err)
 		for range 5000 {
 			id, err := g.NextID()

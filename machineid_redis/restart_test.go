@@ -48,7 +48,7 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 			}
 
 			a := leased(t, c, machineid.WithRange(0, 0))
-			ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithMaxWait(0))
+			ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithMaxWait(-1))
 			require.NoError(t, err)
 			defer ga.Close()
 			if tt.snapshot {
@@ -94,7 +94,7 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 			srv.Stop()
 			srv.Restart()
 			b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0))
-			gb, err := ringflake.New(ringflake.WithMachineIDSource(b), ringflake.WithMaxWait(0))
+			gb, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(b), ringflake.WithMaxWait(-1))
 			if err != nil {
 				bDone.Store(true)
 				_ = eg.Wait()
@@ -170,8 +170,8 @@ func TestMaxClockSkewCoversLostMarks(t *testing.T) {
 	const skew = 3 * time.Second
 	srv := settled(t, ttl+skew) // no restart floor for a
 	ahead := func() time.Time { return time.Now().Add(2 * time.Second) }
-	a := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithClock(ahead), mr.WithMaxClockSkew(skew))
-	ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(0))
+	a := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), mr.WithMaxClockSkew(skew))
+	ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	_, err = ga.NextID()
 	require.NoError(t, err)
@@ -204,16 +204,16 @@ func TestGeneratorRefusesAnIDItCannotEncode(t *testing.T) {
 	c := client(t, redistest.Start(t).Addr)
 	layout := ringflake.DefaultLayout()
 	layout.MachineBits, layout.SequenceBits = 5, 17
-	_, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, machineid.WithRange(32, 1023))))
+	_, err := ringflake.New(t.Context(), ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, machineid.WithRange(32, 1023))))
 	require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
-	assert.Contains(t, err.Error(), "machine ID from source = 32; valid range 0..31")
+	assert.Contains(t, err.Error(), "getting the machine ID: ringflake: invalid configuration: machine ID from the source = 32; valid range 0..31")
 	for _, pattern := range []string{prefix + "LEASE:*", prefix + "OWNER:*"} {
 		keys, err := c.Keys(acquireCtx(t), pattern).Result()
 		require.NoError(t, err)
 		assert.Empty(t, keys, "a refused ID's lease must be released")
 	}
 
-	g, err := ringflake.New(ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, machineid.WithRange(0, 31))))
+	g, err := ringflake.New(t.Context(), ringflake.WithLayout(layout), ringflake.WithMachineIDSource(leased(t, c, machineid.WithRange(0, 31))))
 	require.NoError(t, err, "a range within the layout is fine")
 	require.NoError(t, g.Close())
 }

@@ -211,7 +211,7 @@ func TestRedisStoppedMidRun(t *testing.T) {
 	t.Parallel()
 	srv := settled(t, ttl)
 	svc := leased(t, client(t, srv.Addr))
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
 
@@ -265,7 +265,7 @@ func TestRedisPausedMidRun(t *testing.T) {
 	t.Parallel()
 	srv := settled(t, ttl)
 	svc := leased(t, client(t, srv.Addr))
-	g, err := ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(svc), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
 	_, err = g.NextID()
@@ -299,9 +299,9 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 			c := client(t, settled(t, ttl).Addr)
 			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			clockA := fakeclock.New(start)
-			a := leased(t, c, machineid.WithRange(0, tt.ids-1), machineid.WithClock(clockA.Now))
+			a := leased(t, c, machineid.WithRange(0, tt.ids-1)) // New hands it the generator's clock
 			// A generous MaxWait rides out a lease that lapses on a loaded machine.
-			ga, err := ringflake.New(ringflake.WithMachineIDSource(a), ringflake.WithClock(clockA.Now), ringflake.WithMaxWait(10*ttl))
+			ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithClock(clockA.Now), ringflake.WithMaxWait(10*ttl))
 			require.NoError(t, err)
 			var ids []ringflake.ID
 			for range 100 {
@@ -315,14 +315,14 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 			// The process restarts with its clock 5s behind. New waits, in
 			// real time, for the clock to pass the mark its ID inherited.
 			clockB := fakeclock.New(clockA.Now().Add(-5 * time.Second))
-			b := leased(t, c, machineid.WithRange(0, tt.ids-1), machineid.WithClock(clockB.Now))
+			b := leased(t, c, machineid.WithRange(0, tt.ids-1))
 			type made struct {
 				g   *ringflake.Generator
 				err error
 			}
 			done := make(chan made, 1)
 			go func() {
-				g, err := ringflake.New(ringflake.WithMachineIDSource(b), ringflake.WithClock(clockB.Now), ringflake.WithMaxWait(0))
+				g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(b), ringflake.WithClock(clockB.Now), ringflake.WithMaxWait(-1))
 				done <- made{g, err}
 			}()
 			if tt.waits {
@@ -398,7 +398,6 @@ func TestConfigErrors(t *testing.T) {
 		{"negative margin", single, []machineid.Option{machineid.WithSafetyMargin(-time.Second)}, "safety margin = -1s"},
 		{"zero margin is the default", single, []machineid.Option{machineid.WithSafetyMargin(0)}, ""},
 		{"sub-millisecond margin", single, []machineid.Option{machineid.WithSafetyMargin(time.Microsecond)}, "safety margin = 1µs"},
-		{"nil clock is time.Now", single, []machineid.Option{machineid.WithClock(nil)}, ""},
 		{"negative skew", single, []machineid.Option{mr.WithMaxClockSkew(-time.Second)}, "max clock skew = -1s; valid: 0..1m0s"},
 		{"huge skew", single, []machineid.Option{mr.WithMaxClockSkew(time.Hour)}, "max clock skew = 1h0m0s; valid: 0..1m0s"},
 	}
@@ -413,7 +412,8 @@ func TestConfigErrors(t *testing.T) {
 			}
 			require.ErrorIs(t, err, ringflake.ErrInvalidConfig)
 			assert.Contains(t, err.Error(), tt.msg)
-			assert.True(t, strings.HasPrefix(err.Error(), "ringflake: invalid configuration: machineid_redis: "), "message %q should name the package once", err)
+			assert.True(t, strings.HasPrefix(err.Error(), "ringflake: invalid configuration: "), "message %q should start with the sentinel", err)
+			assert.Equal(t, 1, strings.Count(err.Error(), ": invalid configuration"), "message %q should name its package once", err)
 		})
 	}
 }
@@ -450,11 +450,11 @@ func TestUnreachableRedisTimesOut(t *testing.T) {
 }
 
 // New with a server that does not answer returns the service's timeout
-// once its acquire timeout is up, without waiting the up to two call
+// once its context's deadline is up, without waiting the up to two call
 // timeouts that releasing what the unanswered call may have taken can
 // take; that release goes on in the background and, once the server
 // answers again, leaves no lease behind.
-func TestNewIsBoundedByTheAcquireTimeout(t *testing.T) {
+func TestNewIsBoundedByItsContext(t *testing.T) {
 	t.Parallel()
 	srv := settled(t, 3*time.Second)
 	c := client(t, srv.Addr)
@@ -463,14 +463,16 @@ func TestNewIsBoundedByTheAcquireTimeout(t *testing.T) {
 	svc, err := mr.New(c, machineid.WithTTL(3*time.Second), machineid.WithCallTimeout(time.Second))
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = ringflake.New(ringflake.WithMachineIDSource(svc), ringflake.WithAcquireTimeout(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err = ringflake.New(ctx, ringflake.WithMachineIDSource(svc))
 	took := time.Since(start)
 	srv.Resume()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorContains(t, err, "machineid_redis: taking a machine ID: no answer within", "the store's own error, which says more than New's")
 	// Waiting for the release would take at least another second (settle
 	// gives the unanswered call up to one call timeout).
-	assert.Less(t, took, time.Second, "New returned after %v, past its 200ms acquire timeout by a call timeout", took)
+	assert.Less(t, took, time.Second, "New returned after %v, past its 200ms deadline by a call timeout", took)
 	require.Eventually(t, func() bool {
 		keys, err := c.Keys(context.Background(), prefix+"LEASE:*").Result()
 		return err == nil && len(keys) == 0

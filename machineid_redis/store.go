@@ -2,6 +2,7 @@ package machineid_redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -122,7 +123,7 @@ func newStore(client redis.UniversalClient, opts []machineid.Option) (*machineid
 }
 
 func invalid(name string, value any, valid string) error {
-	return fmt.Errorf("%w: machineid_redis: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
+	return fmt.Errorf("%w: %s = %v; valid: %s", ringflake.ErrInvalidConfig, name, value, valid)
 }
 
 // hasHashTag reports whether every key starting with prefix hashes on a
@@ -212,7 +213,7 @@ func (s *store) Release(ctx context.Context, c machineid.Claim, id int64, issued
 // call was sent with.
 func (s *store) refused(res []int64, now int64, c machineid.Claim) error {
 	if len(res) == 0 {
-		return fmt.Errorf("machineid_redis: acquire script returned nothing")
+		return errors.New("the acquire script returned nothing")
 	}
 	arg := func(i int) int64 {
 		if i < len(res) {
@@ -241,13 +242,13 @@ func (s *store) refused(res []int64, now int64, c machineid.Claim) error {
 	case code == -6:
 		return s.clockAhead(now, arg(1), c)
 	}
-	return fmt.Errorf("machineid_redis: acquire script returned %v", res)
+	return fmt.Errorf("the acquire script returned %v", res)
 }
 
 // clockAhead explains a script's refusal of a clock reading, now, that is
 // more than the slack ahead of the server's time, srv (both in ms).
 func (s *store) clockAhead(now, srv int64, c machineid.Claim) error {
-	return fmt.Errorf("machineid_redis: this process's clock is %v ahead of the Redis server's; at most %v (safety margin %v + max clock skew %v) is allowed, so that no mark is set more than the TTL and that past the server's time",
+	return fmt.Errorf("this process's clock is %v ahead of the Redis server's; at most %v (safety margin %v + max clock skew %v) is allowed, so that no mark is set more than the TTL and that past the server's time",
 		time.Duration(now-srv)*time.Millisecond, s.slack(c), c.Margin, s.skew)
 }
 

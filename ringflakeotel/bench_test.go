@@ -75,7 +75,7 @@ func BenchmarkCollect(b *testing.B) {
 func uncapped(b *testing.B) *ringflake.Generator {
 	l := ringflake.DefaultLayout()
 	l.MachineBits, l.SequenceBits = 0, 22
-	g, err := ringflake.New(ringflake.WithLayout(l), ringflake.WithMachineID(0))
+	g, err := ringflake.New(b.Context(), ringflake.WithLayout(l), ringflake.WithMachineID(0))
 	if err != nil {
 		b.Fatal(err)
 	}

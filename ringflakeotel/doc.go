@@ -23,8 +23,8 @@
 //	ringflake.failures                     Int64 counter    {call}       failed calls, by error.type
 //	ringflake.lease.held                   Int64 gauge                   1 if the machine ID is held, else 0
 //	ringflake.machine.id                   Int64 gauge                   the machine ID, -1 if none
-//	ringflake.lease.confirmed_mark_ahead   Float64 gauge    s            Lease.Until minus now
-//	ringflake.lease.inherited_mark_ahead   Float64 gauge    s            Lease.After minus now, at least 0
+//	ringflake.lease.confirmed_mark         Float64 gauge    s            Lease.Until, since 1970
+//	ringflake.lease.inherited_mark         Float64 gauge    s            Lease.After, since 1970
 //	ringflake.layout.end                   Float64 gauge    s            when the layout runs out (Layout.End), since 1970
 //
 // The counters are observable counters (monotonic, cumulative) and the
@@ -35,12 +35,14 @@
 // [ringflake.ErrSequenceExhausted], [ringflake.ErrMarkAhead] and
 // [ringflake.ErrLeaseLost]; every value is observed, zero included.
 //
-// A fixed machine ID is always held and has no marks: the confirmed-mark
-// gauge is not observed and the inherited one is 0. With a leased ID, a
-// confirmed mark that comes near 0 means renewals are failing, and a
-// negative one that the generator is refusing to issue until a renewal
-// raises it; an inherited mark above 0 means the generator waits for the
-// clock to pass the time up to which the ID's previous holder may have
-// issued. ringflake.layout.end minus the current time is how long the
-// layout has left: alert well ahead of it, a year say.
+// The marks are times on the generator's clock, as the layout's end is, so
+// Register needs no clock of its own. A fixed machine ID is always held and
+// has no marks: neither mark gauge is observed. With a leased ID, a
+// confirmed mark that comes within a second of the current time means
+// renewals are failing, and one behind it that the generator is refusing
+// to issue until a renewal raises it; an inherited mark ahead of the
+// current time means the generator waits for the clock to pass the time up
+// to which the ID's previous holder may have issued. ringflake.layout.end
+// minus the current time is how long the layout has left: alert well ahead
+// of it, a year say.
 package ringflakeotel

@@ -16,7 +16,7 @@ import (
 func ExampleRegister() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	g, err := ringflake.New(ringflake.WithMachineID(7), ringflake.WithClock(clock))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineID(7), ringflake.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
@@ -27,8 +27,7 @@ func ExampleRegister() {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	reg, err := ringflakeotel.Register(g, provider,
-		ringflakeotel.WithAttributes(attribute.String("generator", "orders")),
-		ringflakeotel.WithClock(clock))
+		ringflakeotel.WithAttributes(attribute.String("generator", "orders")))
 	if err != nil {
 		panic(err)
 	}

@@ -45,14 +45,11 @@ func Register(g *ringflake.Generator, mp metric.MeterProvider, opts ...Option) (
 			o.apply(&c)
 		}
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(scope)
-	o := &observer{g: g, now: c.now}
+	o := &observer{g: g}
 	if err := o.create(m); err != nil {
 		return nil, fmt.Errorf("ringflakeotel: creating instruments: %w", err)
 	}
@@ -63,7 +60,7 @@ func Register(g *ringflake.Generator, mp metric.MeterProvider, opts ...Option) (
 	}
 	reg, err := m.RegisterCallback(o.observe,
 		o.issued, o.spare, o.stepBacks, o.largestBack, o.waits, o.waitTime, o.failures,
-		o.held, o.machine, o.confirmedAhead, o.inheritedAhead, o.layoutEnd)
+		o.held, o.machine, o.confirmed, o.inherited, o.layoutEnd)
 	if err != nil {
 		return nil, fmt.Errorf("ringflakeotel: registering the callback: %w", err)
 	}
@@ -73,12 +70,10 @@ func Register(g *ringflake.Generator, mp metric.MeterProvider, opts ...Option) (
 // observer observes one generator. All its fields are written by Register
 // before the callback is registered, and only read after.
 type observer struct {
-	g   *ringflake.Generator
-	now func() time.Time
+	g *ringflake.Generator
 
 	issued, spare, stepBacks, waits, failures, held, machine metric.Int64Observable
-	largestBack, waitTime, confirmedAhead, inheritedAhead    metric.Float64Observable
-	layoutEnd                                                metric.Float64Observable
+	largestBack, waitTime, confirmed, inherited, layoutEnd   metric.Float64Observable
 
 	attrs   metric.ObserveOption               // the attributes of WithAttributes
 	reasons [len(reasons)]metric.ObserveOption // attrs with each error.type
@@ -115,10 +110,10 @@ func (o *observer) create(m metric.Meter) error {
 	o.failures = counter("ringflake.failures", "{call}", "Calls that failed, by the error they returned.")
 	o.held = gauge("ringflake.lease.held", "", "1 if the generator holds its machine ID (always, for a fixed one), else 0.")
 	o.machine = gauge("ringflake.machine.id", "", "The generator's machine ID; -1 when it has none, as after Close.")
-	o.confirmedAhead = seconds("ringflake.lease.confirmed_mark_ahead",
-		"How far the lease's confirmed mark (Lease.Until) is ahead of the clock; negative once the clock has passed it. Absent without a limit.")
-	o.inheritedAhead = seconds("ringflake.lease.inherited_mark_ahead",
-		"How far the mark the lease inherited (Lease.After) is still ahead of the clock; 0 once passed.")
+	o.confirmed = seconds("ringflake.lease.confirmed_mark",
+		"The mark the store confirmed for the lease (Lease.Until), in seconds since 1970 on the generator's clock: it issues no later time. Absent without one.")
+	o.inherited = seconds("ringflake.lease.inherited_mark",
+		"The mark the lease inherited (Lease.After), in seconds since 1970 on the generator's clock: it issues only later times. Absent without one.")
 	o.layoutEnd = seconds("ringflake.layout.end",
 		"When the generator's layout runs out (Layout.End), in seconds since 1970; IDs fail with ErrTimeOverflow from then on.")
 	return errors.Join(errs...)
@@ -127,7 +122,7 @@ func (o *observer) create(m metric.Meter) error {
 // observe is the callback: it reads the generator's Stats and Lease once
 // and observes every instrument.
 func (o *observer) observe(_ context.Context, ob metric.Observer) error {
-	s, l, now := o.g.Stats(), o.g.Lease(), o.now()
+	s, l := o.g.Stats(), o.g.Lease()
 	ob.ObserveInt64(o.issued, count(s.Issued), o.attrs)
 	ob.ObserveInt64(o.spare, count(s.SpareIssued), o.attrs)
 	ob.ObserveInt64(o.stepBacks, count(s.StepBacks), o.attrs)
@@ -144,16 +139,19 @@ func (o *observer) observe(_ context.Context, ob metric.Observer) error {
 	ob.ObserveInt64(o.held, held, o.attrs)
 	ob.ObserveInt64(o.machine, l.ID, o.attrs)
 	if !l.Until.IsZero() {
-		ob.ObserveFloat64(o.confirmedAhead, l.Until.Sub(now).Seconds(), o.attrs)
+		ob.ObserveFloat64(o.confirmed, unixSeconds(l.Until), o.attrs)
 	}
-	var inherited time.Duration
 	if !l.After.IsZero() {
-		inherited = max(l.After.Sub(now), 0)
+		ob.ObserveFloat64(o.inherited, unixSeconds(l.After), o.attrs)
 	}
-	ob.ObserveFloat64(o.inheritedAhead, inherited.Seconds(), o.attrs)
-	end := o.g.Layout().End()
-	ob.ObserveFloat64(o.layoutEnd, float64(end.Unix())+float64(end.Nanosecond())/1e9, o.attrs)
+	ob.ObserveFloat64(o.layoutEnd, unixSeconds(o.g.Layout().End()), o.attrs)
 	return nil
+}
+
+// unixSeconds returns t in seconds since 1970, to the nanosecond where a
+// float64 holds it.
+func unixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }
 
 // count converts a counter for an int64 instrument. The generator's counts

@@ -172,10 +172,10 @@ func register(t *testing.T, g *ringflake.Generator, opts ...ringflakeotel.Option
 func TestRegisterAfterTraffic(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100))
-	g, err := ringflake.New(ringflake.WithMachineID(7), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(7), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
-	r := register(t, g, ringflakeotel.WithClock(clk.Now))
+	r := register(t, g)
 
 	issue := func(n int) {
 		t.Helper()
@@ -219,39 +219,40 @@ func TestRegisterAfterTraffic(t *testing.T) {
 
 	samples, kinds := collect(t, r)
 	assert.Equal(t, merge(map[string]float64{
-		"ringflake.ids.issued":                 float64(at100 + 5 + at40),
-		"ringflake.spare_ids.issued":           float64(5 + at40), // 5 at tick 50, and tick 40 from its start
-		"ringflake.clock.step_backs":           1,
-		"ringflake.clock.largest_step_back":    0.06,
-		"ringflake.waits":                      0, // MaxWait 0 never waits
-		"ringflake.wait.time":                  0,
-		"ringflake.lease.held":                 1, // a fixed ID is always held,
-		"ringflake.machine.id":                 7,
-		"ringflake.lease.inherited_mark_ahead": 0,              // without marks
-		"ringflake.layout.end":                 1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
+		"ringflake.ids.issued":              float64(at100 + 5 + at40),
+		"ringflake.spare_ids.issued":        float64(5 + at40), // 5 at tick 50, and tick 40 from its start
+		"ringflake.clock.step_backs":        1,
+		"ringflake.clock.largest_step_back": 0.06,
+		"ringflake.waits":                   0, // a negative MaxWait never waits
+		"ringflake.wait.time":               0,
+		"ringflake.lease.held":              1, // a fixed ID is always held, without marks
+		"ringflake.machine.id":              7,
+		"ringflake.layout.end":              1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
 	}, failures(map[string]float64{"before_epoch": 1, "time_overflow": 2, "clock_behind": 3, "sequence_exhausted": 4})), samples)
 	assert.Equal(t, map[string]string{
-		"ringflake.ids.issued":                 "Int64 counter {id}",
-		"ringflake.spare_ids.issued":           "Int64 counter {id}",
-		"ringflake.clock.step_backs":           "Int64 counter {step_back}",
-		"ringflake.clock.largest_step_back":    "Float64 gauge s",
-		"ringflake.waits":                      "Int64 counter {call}",
-		"ringflake.wait.time":                  "Float64 counter s",
-		"ringflake.failures":                   "Int64 counter {call}",
-		"ringflake.lease.held":                 "Int64 gauge ",
-		"ringflake.machine.id":                 "Int64 gauge ",
-		"ringflake.lease.inherited_mark_ahead": "Float64 gauge s",
-		"ringflake.layout.end":                 "Float64 gauge s",
-	}, kinds, "no confirmed-mark gauge without a limit")
+		"ringflake.ids.issued":              "Int64 counter {id}",
+		"ringflake.spare_ids.issued":        "Int64 counter {id}",
+		"ringflake.clock.step_backs":        "Int64 counter {step_back}",
+		"ringflake.clock.largest_step_back": "Float64 gauge s",
+		"ringflake.waits":                   "Int64 counter {call}",
+		"ringflake.wait.time":               "Float64 counter s",
+		"ringflake.failures":                "Int64 counter {call}",
+		"ringflake.lease.held":              "Int64 gauge ",
+		"ringflake.machine.id":              "Int64 gauge ",
+		"ringflake.layout.end":              "Float64 gauge s",
+	}, kinds, "no mark gauges without marks")
 }
+
+// secs returns t in seconds since 1970, as a timestamp gauge has it.
+func secs(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
 
 func TestRegisterWaits(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100)) // frozen: a wait for the next tick never ends
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(2*time.Millisecond))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(2*time.Millisecond))
 	require.NoError(t, err)
 	defer g.Close()
-	r := register(t, g, ringflakeotel.WithClock(clk.Now))
+	r := register(t, g)
 	dst := make([]ringflake.ID, 17)
 	n, err := g.NextN(dst)
 	require.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
@@ -269,10 +270,10 @@ func TestRegisterLease(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100))
 	l := &leaser{lease: machineid.Lease{ID: 7, Held: true, After: at(90), Until: at(300)}}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(l), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
-	r := register(t, g, ringflakeotel.WithClock(clk.Now))
+	r := register(t, g)
 	lease := func() map[string]float64 {
 		t.Helper()
 		samples, _ := collect(t, r)
@@ -286,10 +287,10 @@ func TestRegisterLease(t *testing.T) {
 	}
 
 	assert.Equal(t, map[string]float64{
-		"ringflake.lease.held":                 1,
-		"ringflake.machine.id":                 7,
-		"ringflake.lease.confirmed_mark_ahead": 0.2,
-		"ringflake.lease.inherited_mark_ahead": 0, // passed
+		"ringflake.lease.held":           1,
+		"ringflake.machine.id":           7,
+		"ringflake.lease.confirmed_mark": secs(at(300)),
+		"ringflake.lease.inherited_mark": secs(at(90)), // passed
 	}, lease(), "held, inherited mark passed")
 
 	l.set(machineid.Lease{ID: 7, Held: true, After: at(150), Until: at(400)})
@@ -298,8 +299,8 @@ func TestRegisterLease(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"ringflake.lease.held":                        1,
 		"ringflake.machine.id":                        7,
-		"ringflake.lease.confirmed_mark_ahead":        0.3,
-		"ringflake.lease.inherited_mark_ahead":        0.05,
+		"ringflake.lease.confirmed_mark":              secs(at(400)),
+		"ringflake.lease.inherited_mark":              secs(at(150)),
 		`ringflake.failures{error.type="mark_ahead"}`: 1,
 	}, lease(), "held, inherited mark ahead")
 
@@ -310,8 +311,7 @@ func TestRegisterLease(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"ringflake.lease.held":                        1,
 		"ringflake.machine.id":                        7,
-		"ringflake.lease.confirmed_mark_ahead":        -0.05,
-		"ringflake.lease.inherited_mark_ahead":        0,
+		"ringflake.lease.confirmed_mark":              secs(at(450)), // behind the clock's at(500)
 		`ringflake.failures{error.type="mark_ahead"}`: 1,
 		`ringflake.failures{error.type="lease_lost"}`: 1,
 	}, lease(), "held, clock past the confirmed mark")
@@ -322,7 +322,6 @@ func TestRegisterLease(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"ringflake.lease.held":                        0,
 		"ringflake.machine.id":                        7,
-		"ringflake.lease.inherited_mark_ahead":        0,
 		`ringflake.failures{error.type="mark_ahead"}`: 1,
 		`ringflake.failures{error.type="lease_lost"}`: 2,
 	}, lease(), "not held, no marks")
@@ -331,7 +330,6 @@ func TestRegisterLease(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"ringflake.lease.held":                        0,
 		"ringflake.machine.id":                        -1,
-		"ringflake.lease.inherited_mark_ahead":        0,
 		`ringflake.failures{error.type="mark_ahead"}`: 1,
 		`ringflake.failures{error.type="lease_lost"}`: 2,
 	}, lease(), "closed")
@@ -344,7 +342,7 @@ func TestRegisterAttributesAndUnregister(t *testing.T) {
 	defer mp.Shutdown(context.Background())
 	var unregister []func() error
 	for i, name := range []string{"orders", "users"} {
-		g, err := ringflake.New(ringflake.WithMachineID(1))
+		g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1))
 		require.NoError(t, err)
 		defer g.Close()
 		for range i + 1 {

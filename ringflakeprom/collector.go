@@ -14,11 +14,10 @@ import (
 // [ringflake.Generator.Lease] when it is collected, so a generator nobody
 // scrapes pays nothing for it. Collector is safe for concurrent use.
 type Collector struct {
-	g   *ringflake.Generator // written once by NewCollector
-	now func() time.Time     // written once by NewCollector
+	g *ringflake.Generator // written once by NewCollector
 
 	issued, spare, stepBacks, largestBack, waits, waitTime, failures *prometheus.Desc
-	held, machine, confirmedAhead, inheritedAhead, layoutEnd         *prometheus.Desc
+	held, machine, confirmed, inherited, layoutEnd                   *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -44,15 +43,11 @@ func NewCollector(g *ringflake.Generator, opts ...Option) *Collector {
 			o.apply(&c)
 		}
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("ringflake_"+name, help, labels, c.labels)
 	}
 	return &Collector{
 		g:           g,
-		now:         c.now,
 		issued:      desc("ids_issued_total", "IDs issued."),
 		spare:       desc("spare_ids_issued_total", "IDs issued from the spare sequence while the clock was behind the latest time it had shown."),
 		stepBacks:   desc("clock_step_backs_total", "Steps back of the clock seen by the generator."),
@@ -62,10 +57,10 @@ func NewCollector(g *ringflake.Generator, opts ...Option) *Collector {
 		failures:    desc("failures_total", "Calls that failed, by the error they returned.", "reason"),
 		held:        desc("lease_held", "1 if the generator holds its machine ID (always, for a fixed one), else 0."),
 		machine:     desc("machine_id", "The generator's machine ID; -1 when it has none, as after Close."),
-		confirmedAhead: desc("lease_confirmed_mark_ahead_seconds",
-			"How far the lease's confirmed mark (Lease.Until) is ahead of the clock; negative once the clock has passed it. Absent without a limit."),
-		inheritedAhead: desc("lease_inherited_mark_ahead_seconds",
-			"How far the mark the lease inherited (Lease.After) is still ahead of the clock; 0 once passed."),
+		confirmed: desc("lease_confirmed_mark_timestamp_seconds",
+			"The mark the store confirmed for the lease (Lease.Until), in seconds since 1970 on the generator's clock: it issues no later time. Absent without one."),
+		inherited: desc("lease_inherited_mark_timestamp_seconds",
+			"The mark the lease inherited (Lease.After), in seconds since 1970 on the generator's clock: it issues only later times. Absent without one."),
 		layoutEnd: desc("layout_end_timestamp_seconds",
 			"When the generator's layout runs out (Layout.End), in seconds since 1970; IDs fail with ErrTimeOverflow from then on."),
 	}
@@ -75,7 +70,7 @@ func NewCollector(g *ringflake.Generator, opts ...Option) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range [...]*prometheus.Desc{
 		c.issued, c.spare, c.stepBacks, c.largestBack, c.waits, c.waitTime, c.failures,
-		c.held, c.machine, c.confirmedAhead, c.inheritedAhead, c.layoutEnd,
+		c.held, c.machine, c.confirmed, c.inherited, c.layoutEnd,
 	} {
 		ch <- d
 	}
@@ -84,7 +79,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the generator's Stats and Lease once and sends their
 // figures; see the package doc for the list.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	s, l, now := c.g.Stats(), c.g.Lease(), c.now()
+	s, l := c.g.Stats(), c.g.Lease()
 	counter := func(d *prometheus.Desc, v float64, label ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, label...)
 	}
@@ -107,13 +102,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.held, held)
 	gauge(c.machine, float64(l.ID))
 	if !l.Until.IsZero() {
-		gauge(c.confirmedAhead, l.Until.Sub(now).Seconds())
+		gauge(c.confirmed, unixSeconds(l.Until))
 	}
-	var inherited time.Duration
 	if !l.After.IsZero() {
-		inherited = max(l.After.Sub(now), 0)
+		gauge(c.inherited, unixSeconds(l.After))
 	}
-	gauge(c.inheritedAhead, inherited.Seconds())
 	gauge(c.layoutEnd, unixSeconds(c.g.Layout().End()))
 }
 

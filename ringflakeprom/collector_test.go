@@ -138,6 +138,9 @@ func failures(counts map[string]float64) map[string]float64 {
 	return m
 }
 
+// secs returns t in seconds since 1970, as a timestamp gauge has it.
+func secs(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
+
 // merge returns the union of ms; later maps win.
 func merge(ms ...map[string]float64) map[string]float64 {
 	out := map[string]float64{}
@@ -152,11 +155,11 @@ func merge(ms ...map[string]float64) map[string]float64 {
 func TestCollectorAfterTraffic(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100))
-	g, err := ringflake.New(ringflake.WithMachineID(7), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(7), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(clk.Now))))
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g)))
 
 	issue := func(n int) {
 		t.Helper()
@@ -200,40 +203,38 @@ func TestCollectorAfterTraffic(t *testing.T) {
 
 	samples, types := scrape(t, reg)
 	assert.Equal(t, merge(map[string]float64{
-		"ringflake_ids_issued_total":                   float64(at100 + 5 + at40),
-		"ringflake_spare_ids_issued_total":             float64(5 + at40), // 5 at tick 50, and tick 40 from its start
-		"ringflake_clock_step_backs_total":             1,
-		"ringflake_clock_largest_step_back_seconds":    0.06,
-		"ringflake_waits_total":                        0, // MaxWait 0 never waits
-		"ringflake_wait_seconds_total":                 0,
-		"ringflake_lease_held":                         1, // a fixed ID is always held,
-		"ringflake_machine_id":                         7,
-		"ringflake_lease_inherited_mark_ahead_seconds": 0,              // without marks
-		"ringflake_layout_end_timestamp_seconds":       1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
+		"ringflake_ids_issued_total":                float64(at100 + 5 + at40),
+		"ringflake_spare_ids_issued_total":          float64(5 + at40), // 5 at tick 50, and tick 40 from its start
+		"ringflake_clock_step_backs_total":          1,
+		"ringflake_clock_largest_step_back_seconds": 0.06,
+		"ringflake_waits_total":                     0, // a negative MaxWait never waits
+		"ringflake_wait_seconds_total":              0,
+		"ringflake_lease_held":                      1, // a fixed ID is always held, without marks
+		"ringflake_machine_id":                      7,
+		"ringflake_layout_end_timestamp_seconds":    1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
 	}, failures(map[string]float64{"before_epoch": 1, "time_overflow": 2, "clock_behind": 3, "sequence_exhausted": 4})), samples)
 	assert.Equal(t, map[string]dto.MetricType{
-		"ringflake_ids_issued_total":                   dto.MetricType_COUNTER,
-		"ringflake_spare_ids_issued_total":             dto.MetricType_COUNTER,
-		"ringflake_clock_step_backs_total":             dto.MetricType_COUNTER,
-		"ringflake_clock_largest_step_back_seconds":    dto.MetricType_GAUGE,
-		"ringflake_waits_total":                        dto.MetricType_COUNTER,
-		"ringflake_wait_seconds_total":                 dto.MetricType_COUNTER,
-		"ringflake_failures_total":                     dto.MetricType_COUNTER,
-		"ringflake_lease_held":                         dto.MetricType_GAUGE,
-		"ringflake_machine_id":                         dto.MetricType_GAUGE,
-		"ringflake_lease_inherited_mark_ahead_seconds": dto.MetricType_GAUGE,
-		"ringflake_layout_end_timestamp_seconds":       dto.MetricType_GAUGE,
-	}, types, "no confirmed-mark gauge without a limit")
+		"ringflake_ids_issued_total":                dto.MetricType_COUNTER,
+		"ringflake_spare_ids_issued_total":          dto.MetricType_COUNTER,
+		"ringflake_clock_step_backs_total":          dto.MetricType_COUNTER,
+		"ringflake_clock_largest_step_back_seconds": dto.MetricType_GAUGE,
+		"ringflake_waits_total":                     dto.MetricType_COUNTER,
+		"ringflake_wait_seconds_total":              dto.MetricType_COUNTER,
+		"ringflake_failures_total":                  dto.MetricType_COUNTER,
+		"ringflake_lease_held":                      dto.MetricType_GAUGE,
+		"ringflake_machine_id":                      dto.MetricType_GAUGE,
+		"ringflake_layout_end_timestamp_seconds":    dto.MetricType_GAUGE,
+	}, types, "no mark gauges without marks")
 }
 
 func TestCollectorWaits(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100)) // frozen: a wait for the next tick never ends
-	g, err := ringflake.New(ringflake.WithMachineID(1), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(2*time.Millisecond))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(2*time.Millisecond))
 	require.NoError(t, err)
 	defer g.Close()
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(clk.Now))))
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g)))
 	dst := make([]ringflake.ID, 17)
 	n, err := g.NextN(dst)
 	require.ErrorIs(t, err, ringflake.ErrSequenceExhausted)
@@ -251,11 +252,11 @@ func TestCollectorLease(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100))
 	l := &leaser{lease: machineid.Lease{ID: 7, Held: true, After: at(90), Until: at(300)}}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(l), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l), ringflake.WithLayout(small), ringflake.WithClock(clk.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(clk.Now))))
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g)))
 	lease := func() map[string]float64 {
 		t.Helper()
 		samples, _ := scrape(t, reg)
@@ -269,21 +270,21 @@ func TestCollectorLease(t *testing.T) {
 	}
 
 	assert.Equal(t, map[string]float64{
-		"ringflake_lease_held":                         1,
-		"ringflake_machine_id":                         7,
-		"ringflake_lease_confirmed_mark_ahead_seconds": 0.2,
-		"ringflake_lease_inherited_mark_ahead_seconds": 0, // passed
+		"ringflake_lease_held":                             1,
+		"ringflake_machine_id":                             7,
+		"ringflake_lease_confirmed_mark_timestamp_seconds": secs(at(300)),
+		"ringflake_lease_inherited_mark_timestamp_seconds": secs(at(90)), // passed
 	}, lease(), "held, inherited mark passed")
 
 	l.set(machineid.Lease{ID: 7, Held: true, After: at(150), Until: at(400)})
 	_, err = g.NextID()
 	require.ErrorIs(t, err, ringflake.ErrMarkAhead)
 	assert.Equal(t, map[string]float64{
-		"ringflake_lease_held":                          1,
-		"ringflake_machine_id":                          7,
-		"ringflake_lease_confirmed_mark_ahead_seconds":  0.3,
-		"ringflake_lease_inherited_mark_ahead_seconds":  0.05,
-		`ringflake_failures_total{reason="mark_ahead"}`: 1,
+		"ringflake_lease_held":                             1,
+		"ringflake_machine_id":                             7,
+		"ringflake_lease_confirmed_mark_timestamp_seconds": secs(at(400)),
+		"ringflake_lease_inherited_mark_timestamp_seconds": secs(at(150)),
+		`ringflake_failures_total{reason="mark_ahead"}`:    1,
 	}, lease(), "held, inherited mark ahead")
 
 	clk.Set(at(500))
@@ -291,12 +292,11 @@ func TestCollectorLease(t *testing.T) {
 	_, err = g.NextID()
 	require.ErrorIs(t, err, ringflake.ErrLeaseLost)
 	assert.Equal(t, map[string]float64{
-		"ringflake_lease_held":                          1,
-		"ringflake_machine_id":                          7,
-		"ringflake_lease_confirmed_mark_ahead_seconds":  -0.05,
-		"ringflake_lease_inherited_mark_ahead_seconds":  0,
-		`ringflake_failures_total{reason="mark_ahead"}`: 1,
-		`ringflake_failures_total{reason="lease_lost"}`: 1,
+		"ringflake_lease_held":                             1,
+		"ringflake_machine_id":                             7,
+		"ringflake_lease_confirmed_mark_timestamp_seconds": secs(at(450)), // behind the clock's at(500)
+		`ringflake_failures_total{reason="mark_ahead"}`:    1,
+		`ringflake_failures_total{reason="lease_lost"}`:    1,
 	}, lease(), "held, clock past the confirmed mark")
 
 	l.set(machineid.Lease{ID: 7, Err: errors.New("store unreachable")})
@@ -305,7 +305,6 @@ func TestCollectorLease(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"ringflake_lease_held":                          0,
 		"ringflake_machine_id":                          7,
-		"ringflake_lease_inherited_mark_ahead_seconds":  0,
 		`ringflake_failures_total{reason="mark_ahead"}`: 1,
 		`ringflake_failures_total{reason="lease_lost"}`: 2,
 	}, lease(), "not held, no marks")
@@ -314,7 +313,6 @@ func TestCollectorLease(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		"ringflake_lease_held":                          0,
 		"ringflake_machine_id":                          -1,
-		"ringflake_lease_inherited_mark_ahead_seconds":  0,
 		`ringflake_failures_total{reason="mark_ahead"}`: 1,
 		`ringflake_failures_total{reason="lease_lost"}`: 2,
 	}, lease(), "closed")
@@ -324,14 +322,14 @@ func TestCollectorConstLabels(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewPedanticRegistry()
 	for _, name := range []string{"orders", "users"} {
-		g, err := ringflake.New(ringflake.WithMachineID(1))
+		g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1))
 		require.NoError(t, err)
 		defer g.Close()
 		_, err = g.NextID()
 		require.NoError(t, err)
 		require.NoError(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithConstLabels(prometheus.Labels{"generator": name}))))
 	}
-	g, err := ringflake.New(ringflake.WithMachineID(2))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(2))
 	require.NoError(t, err)
 	defer g.Close()
 	assert.Error(t, reg.Register(ringflakeprom.NewCollector(g, ringflakeprom.WithConstLabels(prometheus.Labels{"generator": "orders"}))),
@@ -347,10 +345,22 @@ func TestCollectorConstLabels(t *testing.T) {
 
 func TestCollectorLint(t *testing.T) {
 	t.Parallel()
-	g, err := ringflake.New(ringflake.WithMachineID(1))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1))
 	require.NoError(t, err)
 	defer g.Close()
 	problems, err := testutil.CollectAndLint(ringflakeprom.NewCollector(g))
+	require.NoError(t, err)
+	assert.Empty(t, problems, "names and help follow the Prometheus conventions")
+
+	// And with a lease's marks, whose gauges a fixed ID leaves out.
+	clk := newClock(at(100))
+	l := &leaser{lease: machineid.Lease{ID: 7, Held: true, After: at(90), Until: at(300)}}
+	leased, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l), ringflake.WithLayout(small), ringflake.WithClock(clk.Now))
+	require.NoError(t, err)
+	defer leased.Close()
+	c := ringflakeprom.NewCollector(leased)
+	assert.Equal(t, 17, testutil.CollectAndCount(c), "every metric, the marks' included: 12, failures_total with its 6 reasons")
+	problems, err = testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	assert.Empty(t, problems, "names and help follow the Prometheus conventions")
 }

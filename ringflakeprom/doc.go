@@ -20,9 +20,9 @@
 //	ringflake_failures_total{reason}               counter  failed calls, by error
 //	ringflake_lease_held                           gauge    1 if the machine ID is held, else 0
 //	ringflake_machine_id                           gauge    the machine ID, -1 if none
-//	ringflake_lease_confirmed_mark_ahead_seconds   gauge    Lease.Until minus now
-//	ringflake_lease_inherited_mark_ahead_seconds   gauge    Lease.After minus now, at least 0
-//	ringflake_layout_end_timestamp_seconds         gauge    when the layout runs out (Layout.End)
+//	ringflake_lease_confirmed_mark_timestamp_seconds  gauge  Lease.Until, since 1970
+//	ringflake_lease_inherited_mark_timestamp_seconds  gauge  Lease.After, since 1970
+//	ringflake_layout_end_timestamp_seconds            gauge  when the layout runs out (Layout.End)
 //
 // The reason label is one of before_epoch, time_overflow, clock_behind,
 // sequence_exhausted, mark_ahead and lease_lost, for the errors
@@ -31,13 +31,17 @@
 // [ringflake.ErrMarkAhead] and [ringflake.ErrLeaseLost]; every reason is
 // sent, zero included, so that rates start from the first scrape.
 //
-// A fixed machine ID is always held and has no marks: the confirmed-mark
-// gauge is absent and the inherited one is 0. With a leased ID, a
-// confirmed mark that comes near 0 means renewals are failing, and a
-// negative one that the generator is refusing to issue until a renewal
-// raises it; an inherited mark above 0 means the generator waits for the
-// clock to pass the time up to which the ID's previous holder may have
-// issued.
+// The marks are timestamps on the generator's clock, as the layout's end
+// is, so the Collector needs no clock of its own. A fixed machine ID is
+// always held and has no marks: both mark gauges are absent. With a leased
+// ID, a confirmed mark that comes within a second of the time means
+// renewals are failing, and one behind it that the generator is refusing to
+// issue until a renewal raises it; an inherited mark ahead of the time
+// means the generator waits for the clock to pass the time up to which the
+// ID's previous holder may have issued:
+//
+//	ringflake_lease_confirmed_mark_timestamp_seconds - time() < 1
+//	ringflake_lease_inherited_mark_timestamp_seconds > time()
 //
 // The layout's end makes an alert that fires a year before IDs run out:
 //

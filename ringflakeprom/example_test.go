@@ -1,6 +1,7 @@
 package ringflakeprom_test
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 func ExampleNewCollector() {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	g, err := ringflake.New(ringflake.WithMachineID(7), ringflake.WithClock(clock))
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineID(7), ringflake.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}
@@ -24,8 +25,7 @@ func ExampleNewCollector() {
 	// own registry) and serves it with promhttp.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(ringflakeprom.NewCollector(g,
-		ringflakeprom.WithConstLabels(prometheus.Labels{"generator": "orders"}),
-		ringflakeprom.WithClock(clock)))
+		ringflakeprom.WithConstLabels(prometheus.Labels{"generator": "orders"})))
 
 	for range 3 {
 		_, _ = g.NextID()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ringflake/ringflake"
@@ -40,7 +39,7 @@ func runBounds(args []string, stdout, stderr io.Writer) error {
 	}
 	lo, hi, err := l.Bounds(from, to)
 	if err != nil {
-		return usageError("bounds: %s", strings.TrimPrefix(err.Error(), "ringflake: "))
+		return fmt.Errorf("%w: %w", errUsage, inContext("bounds", err))
 	}
 	_, err = fmt.Fprintf(stdout, "%d\n%d\n", lo, hi)
 	return err

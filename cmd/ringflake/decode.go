@@ -22,7 +22,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 		// ParseID does.
 		if _, num, ok := strings.Cut(err.Error(), "flag provided but not defined: "); ok && idtext.IsDecimal(num) {
 			if _, perr := ringflake.ParseID(num); perr != nil {
-				return usageError("decode: %s", strings.TrimPrefix(perr.Error(), "ringflake: "))
+				return fmt.Errorf("%w: %w", errUsage, inContext("decode", perr))
 			}
 		}
 		return err
@@ -42,7 +42,7 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	for _, a := range fs.Args() {
 		id, err := parse(a)
 		if err != nil {
-			return usageError("decode: %s", strings.TrimPrefix(err.Error(), "ringflake: "))
+			return fmt.Errorf("%w: %w", errUsage, inContext("decode", err))
 		}
 		ids = append(ids, id)
 	}

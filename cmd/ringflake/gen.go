@@ -48,7 +48,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if f.lease.url == "" && !f.set["machine-id"] {
 		fmt.Fprintln(stderr, noMachineIDNote)
 	}
-	st := newStartup(ctx, f.clock(), f.sourceName())
+	st := newStartup(ctx, f.sourceName())
 	p, err := f.prepare(log, st)
 	if err != nil {
 		return err

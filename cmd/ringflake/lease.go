@@ -104,29 +104,30 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 
 // leaser makes the Leaser the flags describe, and returns with it a func
 // that closes its connection and the URL without its password, for
-// messages. maxMachine is the largest ID the lease may hand out, the
-// layout's largest machine ID or, with a datacenter split (split), its
-// largest worker, which is then the default range's top; clock, if not
-// nil, is the generator's clock.
-func (l *leaseFlags) leaser(maxMachine int64, split bool, clock func() time.Time) (_ machineid.Leaser, done func(), name string, _ error) {
+// messages. The lease hands out machine IDs base..base+maxMachine: the
+// layout's (base 0), or, with a datacenter split (split), the datacenter's
+// (Layout.Workers), the default range then, of which --machine-range
+// names the workers.
+func (l *leaseFlags) leaser(base, maxMachine int64, split bool) (_ machineid.Leaser, done func(), name string, _ error) {
 	u, err := l.parsed()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, Skew: l.skew, Clock: clock}
+	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, Skew: l.skew}
 	what := "machine IDs"
 	if split {
-		c.Hi, what = maxMachine, "workers in a datacenter"
+		c.Lo, c.Hi, what = base, base+maxMachine, "workers in a datacenter"
 	}
 	if l.rng != "" {
-		c.Lo, c.Hi, _ = l.parseRange()
-		if c.Hi > maxMachine {
+		lo, hi, _ := l.parseRange()
+		if hi > maxMachine {
 			return nil, nil, "", usageError("%s: --machine-range = %q; the layout's %s are 0..%d", l.cmd, l.rng, what, maxMachine)
 		}
+		c.Lo, c.Hi = base+lo, base+hi
 	}
 	leaser, done, err := store.Open(u, c)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("%w: %s: lease %s: %w", errUsage, l.cmd, u.Redacted(), err)
+		return nil, nil, "", fmt.Errorf("%w: %w", errUsage, inContext(fmt.Sprintf("%s: lease %s", l.cmd, u.Redacted()), err))
 	}
 	return leaser, done, u.Redacted(), nil
 }

@@ -67,13 +67,16 @@ commands:
                                 the IDs the lease may hand out and its safety settings;
                                 --max-clock-skew is for redis:// only
                                 (bounds and defaults: "ringflake gen -h")
-      [--acquire-timeout D]     wait at most D for the lease and its inherited mark (30s)
-      [--max-wait D]            wait at most D for each ID, as for a lease lapse (100ms)
+      [--acquire-timeout D]     wait at most D for the lease and its inherited mark
+                                (0, the default: 30s)
+      [--max-wait D]            wait at most D for each ID, as for a lease lapse
+                                (0, the default: 100ms; negative: never wait)
       [--datacenter-bits B --datacenter N]
                                 split the machine ID into B bits of datacenter (5 for
                                 Twitter's) and the rest of worker: the datacenter is N,
-                                and --machine-id or the lease gives the worker (the
-                                lease's default --machine-range is then every worker)
+                                --machine-id gives the worker, and a lease takes one of
+                                the datacenter's machine IDs (--machine-range then
+                                names workers)
       [--clock-offset D]        shift the clock (testing and demos)
       [--state-dir DIR]         guard a fixed machine ID (--machine-id, or 0) with a file in DIR
                                 (default $RINGFLAKE_STATE_DIR, else $XDG_STATE_HOME/ringflake,
@@ -163,20 +166,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// libraryPrefixes are the package names the library's error messages
-// start with, at every level of wrapping.
-var libraryPrefixes = []string{"ringflake: ", "machineid_redis: ", "machineid_etcd: ", "machineid_postgres: ", "machineid_k8s: ", "machineid_file: ", "machineid: "}
-
-// line turns an error message into the one line the command prints: the
-// library's package prefixes are dropped, since the command's own context
-// ("gen: lease URL: ...") says where the error comes from, and
-// "ringflake: " is put in front, once.
+// line turns an error message into the one line the command prints, with
+// "ringflake: " in front, once.
 func line(msg string) string {
-	for _, p := range libraryPrefixes {
-		msg = strings.ReplaceAll(msg, p, "")
-	}
 	return "ringflake: " + oneLine(msg)
 }
+
+// inContext returns err with context in front ("gen: lease redis://...").
+// The library names its package once, where an error starts, so one of
+// its errors may begin with "ringflake: ", which the command's line begins
+// with already: that one leading name is left out where context and error
+// join. Nothing else is taken out of a message, and nothing inside one,
+// where user data (a key prefix, a path, a table) may be.
+func inContext(context string, err error) error {
+	return &contextError{context: context, err: err}
+}
+
+// contextError is an error with the command's context in front.
+type contextError struct {
+	context string
+	err     error
+}
+
+func (e *contextError) Error() string {
+	return e.context + ": " + strings.TrimPrefix(e.err.Error(), "ringflake: ")
+}
+
+func (e *contextError) Unwrap() error { return e.err }
 
 // oneLine joins the lines of a message that has several, as pgx's
 // connection errors do (one line per address tried), dropping a line that

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 func TestMain(m *testing.M) {
@@ -104,8 +105,6 @@ func TestRunUsageErrors(t *testing.T) {
 			`ringflake: gen: lease k8s://ids?table=t: unexpected query parameter "table"; k8s:// takes prefix=P and identity=NAME`},
 		{"gen k8s clock skew", []string{"gen", "--lease", "k8s://ids", "--max-clock-skew", "1s"},
 			"ringflake: gen: lease k8s://ids: --max-clock-skew is for redis:// leases; k8s leases compare no clock with the store's, so there is no skew to allow"},
-		{"gen etcd empty prefix", []string{"gen", "--lease", "etcd://127.0.0.1:1?prefix="},
-			`ringflake: gen: lease etcd://127.0.0.1:1?prefix=: invalid configuration: prefix = ""; valid: any non-empty string`},
 		{"gen etcd TTL not whole seconds", []string{"gen", "--lease", "etcd://127.0.0.1:1", "--lease-ttl", "1500ms"},
 			"ringflake: gen: lease etcd://127.0.0.1:1: invalid configuration: TTL = 1.5s; valid: a whole number of 1s"},
 		{"gen etcd margin", []string{"gen", "--lease", "etcd://127.0.0.1:1", "--lease-ttl", "2s", "--safety-margin", "1s"},
@@ -149,8 +148,8 @@ func TestRunUsageErrors(t *testing.T) {
 			`ringflake: gen: --machine-range = "7"; want MIN-MAX with 0 <= MIN <= MAX`},
 		{"gen machine ID out of range", []string{"gen", "--machine-id", "5000"},
 			"ringflake: gen: invalid configuration: machine ID = 5000; valid range 0..1023"},
-		{"gen negative max wait", []string{"gen", "--machine-id", "1", "--max-wait", "-1s"},
-			"ringflake: gen: invalid configuration: max wait = -1s; valid range 0 or more"},
+		{"gen negative acquire timeout", []string{"gen", "--machine-id", "1", "--acquire-timeout", "-1s"},
+			"ringflake: gen: --acquire-timeout = -1s; want 0 (the default, 30s) or more"},
 		{"serve argument", []string{"serve", "now"}, `ringflake: serve: unexpected argument "now"`},
 		{"serve without a machine ID", []string{"serve", "--addr", "127.0.0.1:0"},
 			"ringflake: serve: no machine ID: give --machine-id, or --lease to lease one; every service sharing an ID space needs its own"},
@@ -186,7 +185,7 @@ func TestRunUsageErrors(t *testing.T) {
 			"ringflake: simulate: --rollback = -1s; want 0 or more"},
 		{"simulate zero duration", []string{"simulate", "--duration", "0s"},
 			"ringflake: simulate: --duration = 0s; want more than 0 and at most 10m0s"},
-		{"simulate ring", []string{"simulate", "--ring", "0"}, "ringflake: simulate: --ring = 0; want 1..4194304"},
+		{"simulate ring", []string{"simulate", "--ring", "-1"}, "ringflake: simulate: --ring = -1; want 1..4194304"},
 		{"simulate rate word", []string{"simulate", "--rate", "fast"},
 			`ringflake: simulate: invalid value "fast" for flag -rate: want requests per second as N/s with 0 < N <= 1e8`},
 		{"simulate rate zero", []string{"simulate", "--rate", "0/s"},
@@ -195,7 +194,6 @@ func TestRunUsageErrors(t *testing.T) {
 			"ringflake: simulate: --rate × --duration = 100000000 requests; want at most 20000000"},
 		{"simulate under one request", []string{"simulate", "--rate", "0.5/s", "--duration", "1s"},
 			"ringflake: simulate: --rate × --duration is less than one request"},
-		{"simulate max wait", []string{"simulate", "--max-wait", "-1ms"}, "ringflake: simulate: --max-wait = -1ms; want 0 or more"},
 		{"simulate empty svg", []string{"simulate", "--svg", ""}, `ringflake: simulate: --svg = ""; want a file name`},
 	}
 	for _, tt := range tests {
@@ -240,9 +238,17 @@ func TestErrorLineHasOnePrefix(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "ringflake: "), "%v: one prefix in %q", args, stderr)
 		assert.NotContains(t, stderr, "machineid_redis: ", "%v: %q", args, stderr)
 	}
-	assert.Equal(t, "ringflake: gen: after 3 IDs: machine ID lease is not held: renewing machine ID 2: lease lost: machine ID 2 was taken by another owner",
-		line("gen: after 3 IDs: ringflake: machine ID lease is not held: machineid_redis: renewing machine ID 2: machineid: lease lost: machine ID 2 was taken by another owner"))
-	assert.Equal(t, "ringflake: gen: lease postgres://h/db: failed to connect to `user=u database=db`: h:1 (::1): refused; h:1 (127.0.0.1): refused",
+	// The library names its package once, where an error starts; the line
+	// says "ringflake: " once, and rewrites nothing inside a message, such
+	// as a key prefix or a path that holds a package's name.
+	lost := inContext("gen: after 3 IDs", fmt.Errorf("renewing machine ID 2: %w: machine ID 2 was taken by another owner", machineid.ErrLeaseLost))
+	assert.ErrorIs(t, lost, ringflake.ErrLeaseLost)
+	assert.Equal(t, "ringflake: gen: after 3 IDs: renewing machine ID 2: machineid: lease lost: machine ID 2 was taken by another owner", line(lost.Error()))
+	bad := inContext("gen", fmt.Errorf("%w: prefix = %q; valid: one with a hash tag", ringflake.ErrInvalidConfig, "ringflake: machineid_redis: "))
+	assert.ErrorIs(t, bad, ringflake.ErrInvalidConfig)
+	assert.Equal(t, `ringflake: gen: invalid configuration: prefix = "ringflake: machineid_redis: "; valid: one with a hash tag`, line(bad.Error()),
+		"the library's leading name is left out where the two join, and the user's prefix stays as it is")
+	assert.Equal(t, "ringflake: gen: lease postgres://h/db: machineid_postgres: failed to connect to `user=u database=db`: h:1 (::1): refused; h:1 (127.0.0.1): refused",
 		line("gen: lease postgres://h/db: machineid_postgres: failed to connect to `user=u database=db`:\n\th:1 (::1): refused\n\th:1 (::1): refused\n\th:1 (127.0.0.1): refused"),
 		"a message of several lines, as pgx's, becomes one, without repeated lines")
 }
@@ -354,7 +360,8 @@ func TestDatacenterFlags(t *testing.T) {
 		{[]string{"gen", "--datacenter", "3"}, "ringflake: gen: --datacenter needs --datacenter-bits (5 for Twitter's split)\n"},
 		{[]string{"gen", "--datacenter-bits", "5", "--machine-id", "1"}, "ringflake: gen: --datacenter-bits 5 splits the machine ID; give --datacenter 0..31\n"},
 		{[]string{"gen", "--datacenter-bits", "11", "--datacenter", "1"}, "ringflake: gen: --datacenter-bits = 11; want 0..10\n"},
-		{[]string{"gen", "--datacenter-bits", "5", "--datacenter", "1", "--machine-id", "32"}, "ringflake: gen: invalid configuration: machine ID (the worker within datacenter 1) = 32; valid range 0..31\n"},
+		{[]string{"gen", "--datacenter-bits", "5", "--datacenter", "1", "--machine-id", "32"}, "ringflake: gen: --machine-id = 32; under --datacenter-bits 5 it is the worker within --datacenter 1, 0..31\n"},
+		{[]string{"gen", "--datacenter-bits", "5", "--datacenter", "32"}, "ringflake: gen: --datacenter: invalid configuration: datacenter = 32; valid range 0..31 (Layout.DatacenterBits 5)\n"},
 		{[]string{"serve", "--datacenter-bits", "5", "--datacenter", "1", "--lease", "redis://127.0.0.1:1", "--machine-range", "0-40"}, "ringflake: serve: --machine-range = \"0-40\"; the layout's workers in a datacenter are 0..31\n"},
 		{[]string{"decode", "--datacenter-bits", "-1", "1"}, "ringflake: decode: --datacenter-bits = -1; want 0..10\n"},
 	} {

@@ -191,7 +191,7 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 	}{
 		{"range exhausted", []string{"gen", "--lease", lease, "--machine-range", "3-3"}, 1, "every ID in 3..3 is leased"},
 		{"no server", []string{"gen", "--lease", "redis://127.0.0.1:1"}, 1,
-			"ringflake: gen: lease redis://127.0.0.1:1: getting machine ID: taking a machine ID: redis: dial tcp 127.0.0.1:1: connect: connection refused\n"},
+			"ringflake: gen: lease redis://127.0.0.1:1: getting the machine ID: machineid_redis: taking a machine ID: redis: dial tcp 127.0.0.1:1: connect: connection refused"},
 		// The other usage errors are in TestRunUsageErrors; these need a server.
 		{"range past the layout", []string{"gen", "--lease", lease, "--machine-range", "0-5000"}, 2, "the layout's machine IDs are 0..1023"},
 		{"untagged prefix on a cluster", []string{"gen", "--lease", lease + "?prefix=x:&addr=" + srv.Addr}, 2, "valid: one with a hash tag"},

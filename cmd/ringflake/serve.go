@@ -60,8 +60,8 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 		return f, usageError("serve: --log-format = %q; want text or json", f.logFormat)
 	case f.readTimeout <= 0 || f.idleTimeout <= 0 || f.shutdownTimeout <= 0:
 		return f, usageError("serve: --read-timeout, --idle-timeout and --shutdown-timeout must be above 0")
-	case f.writeTimeout <= f.maxWait:
-		return f, usageError("serve: --write-timeout = %v; want more than --max-wait (%v), which a request may wait", f.writeTimeout, f.maxWait)
+	case f.writeTimeout <= f.effectiveMaxWait():
+		return f, usageError("serve: --write-timeout = %v; want more than --max-wait (%v), which a request may wait", f.writeTimeout, f.effectiveMaxWait())
 	}
 	if err := f.check(fs); err != nil {
 		return f, err
@@ -92,8 +92,7 @@ func runServe(args []string, stderr io.Writer) error {
 	// process in order, releasing what it holds.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	clock := f.clock()
-	st := newStartup(ctx, clock, f.sourceName())
+	st := newStartup(ctx, f.sourceName())
 	p, err := f.prepare(log, st)
 	if err != nil {
 		return err
@@ -102,7 +101,7 @@ func runServe(args []string, stderr io.Writer) error {
 	if !p.out.leased {
 		// A plain fixed machine ID: New returns at once, and reports a
 		// bad setting before anything is logged.
-		if g, err = p.make(); err != nil {
+		if g, err = p.make(ctx); err != nil {
 			return err
 		}
 	}
@@ -113,7 +112,7 @@ func runServe(args []string, stderr io.Writer) error {
 		p.out.done()
 		return fmt.Errorf("serve: %w", err)
 	}
-	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Clock: clock, Layout: f.layout(), Starting: st.reason})
+	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.reason})
 	srv := &http.Server{
 		Handler:           svc,
 		ReadHeaderTimeout: f.readTimeout,

@@ -270,7 +270,7 @@ func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 	require.Equal(t, 503, r.code, "not ready while New waits out the fresh Redis's floor; body %s", r.body)
 	var ready readyz
 	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
-	assert.Regexp(t, `^(acquiring the machine ID from the lease redis://127\.0\.0\.1:\d+|waiting for the clock to pass the machine ID's inherited mark .*)$`, ready.Reason)
+	assert.Regexp(t, `^(acquiring the machine ID from the lease redis://127\.0\.0\.1:\d+|starting with machine ID 0 from the lease redis://127\.0\.0\.1:\d+, once the clock has passed the mark it inherited, .*)$`, ready.Reason)
 	r = mustGet(t, s.addr, "/v1/id")
 	assert.Equal(t, 503, r.code)
 	assert.Contains(t, r.body, `"error":"not ready: `)
@@ -342,14 +342,16 @@ func TestServeLeaseLost(t *testing.T) {
 	r = mustGet(t, s.addr, "/v1/id")
 	assert.Equal(t, 503, r.code)
 	assert.Equal(t, "1", r.header.Get("Retry-After"))
-	assert.Contains(t, r.body, "ringflake: machine ID lease is not held")
-	assert.Contains(t, r.body, "machine ID lease is not held: machineid_redis: machineid: lease lost: no renewal of machine ID", "the store's error is the cause")
+	assert.Contains(t, r.body, `"error":"machineid: lease lost: no renewal of machine ID 0 was confirmed within TTL 1s`)
+	assert.Contains(t, r.body, "the latest call: machineid_redis: renewing machine ID 0: ", "the store's error is the cause")
+	assert.Equal(t, 1, strings.Count(r.body, "lease lost"), "said once: %s", r.body)
 	r = mustGet(t, s.addr, "/readyz")
 	assert.Equal(t, 503, r.code)
 	var ready readyz
 	require.NoError(t, json.Unmarshal([]byte(r.body), &ready))
 	assert.False(t, ready.Ready)
-	assert.Contains(t, ready.Reason, "machine ID lease is not held: ")
+	assert.Contains(t, ready.Reason, "machineid: lease lost: ")
+	assert.Equal(t, "1", r.header.Get("Retry-After"), "/readyz's Retry-After comes from Ready")
 	assert.Equal(t, 503, mustGet(t, s.addr, "/v1/ids?n=10").code)
 	assert.Equal(t, 200, mustGet(t, s.addr, "/healthz").code, "the process is up all the same")
 

@@ -49,8 +49,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.Rollback, "rollback", 500*time.Millisecond, "how far the clock steps back, one third into the run")
 	fs.Var(&rate, "rate", "requests per second to each generator, N/s")
 	fs.DurationVar(&c.Duration, "duration", 3*time.Second, "how long the load runs")
-	fs.IntVar(&c.Ring, "ring", defaultRing, "ringflake's ring size in slots (1 ms each)")
-	fs.DurationVar(&c.MaxWait, "max-wait", defaultMaxWait, "how long one call may wait, for both generators")
+	fs.IntVar(&c.Ring, "ring", defaultRing, "ringflake's ring size in slots (1 ms each); 0 means the default")
+	fs.DurationVar(&c.MaxWait, "max-wait", defaultMaxWait, "how long one call may wait, for both generators; 0 means the default, negative never to wait")
 	fs.StringVar(&c.SVG, "svg", "", "also write the timeline as an SVG chart to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: ringflake simulate [--rollback D] [--rate N/s] [--duration D] [--ring N] [--max-wait D] [--svg FILE]")
@@ -62,6 +62,17 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	}
 	c.Rate = float64(rate)
 	c.StepAt = c.Duration / 3
+	// Zero means the default, as for the library's options; from here on a
+	// MaxWait of 0 means never to wait.
+	if c.Ring == 0 {
+		c.Ring = defaultRing
+	}
+	switch {
+	case c.MaxWait == 0:
+		c.MaxWait = defaultMaxWait
+	case c.MaxWait < 0:
+		c.MaxWait = 0
+	}
 	if err := checkSim(fs, c); err != nil {
 		return err
 	}
@@ -85,8 +96,6 @@ func checkSim(fs *flag.FlagSet, c sim.Config) error {
 		return usageError("simulate: --duration = %v; want more than 0 and at most %v", c.Duration, maxSimDuration)
 	case c.Ring < 1 || c.Ring > maxRing:
 		return usageError("simulate: --ring = %d; want 1..%d", c.Ring, maxRing)
-	case c.MaxWait < 0:
-		return usageError("simulate: --max-wait = %v; want 0 or more", c.MaxWait)
 	case c.Rate*c.Duration.Seconds() > maxSimRequests:
 		return usageError("simulate: --rate × --duration = %.0f requests; want at most %d", c.Rate*c.Duration.Seconds(), maxSimRequests)
 	case c.Requests() < 1:

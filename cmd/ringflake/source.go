@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,15 +30,27 @@ type sourceFlags struct {
 func (f *sourceFlags) register(fs *flag.FlagSet) {
 	f.cmd = fs.Name()
 	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023 (with --datacenter-bits, the worker within --datacenter); every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
-	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (default 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
-	fs.DurationVar(&f.maxWait, "max-wait", defaultMaxWait, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed")
+	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (0, the default: 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
+	fs.DurationVar(&f.maxWait, "max-wait", 0, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed (0, the default: 100ms; negative: never wait)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
 	registerDatacenterBits(fs, &f.dcBits)
 	fs.Int64Var(&f.datacenter, "datacenter", 0, "the datacenter `N`, 0..2^B-1, for a layout split by --datacenter-bits B; "+
-		"--machine-id or the lease then gives the worker within it, 0..2^(10-B)-1, and a lease's default --machine-range is that")
+		"--machine-id then gives the worker within it, 0..2^(10-B)-1, and a lease takes one of the datacenter's machine IDs (--machine-range then names workers)")
 	f.lease.register(fs)
 	f.state.register(fs)
+}
+
+// effectiveMaxWait is the MaxWait of --max-wait: the library's default for
+// 0, none for a negative value.
+func (f *sourceFlags) effectiveMaxWait() time.Duration {
+	switch {
+	case f.maxWait == 0:
+		return defaultMaxWait
+	case f.maxWait < 0:
+		return 0
+	}
+	return f.maxWait
 }
 
 // registerDatacenterBits defines --datacenter-bits, which gen, serve and
@@ -103,6 +116,18 @@ func (f *sourceFlags) check(fs *flag.FlagSet) error {
 	if f.dcBits > 0 && !f.set["datacenter"] {
 		return usageError("%s: --datacenter-bits %d splits the machine ID; give --datacenter 0..%d", f.cmd, f.dcBits, int64(1)<<f.dcBits-1)
 	}
+	if f.acquire < 0 {
+		return usageError("%s: --acquire-timeout = %v; want 0 (the default, 30s) or more", f.cmd, f.acquire)
+	}
+	if f.dcBits > 0 {
+		lo, hi, err := f.layout().Workers(f.datacenter)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errUsage, inContext(f.cmd+": --datacenter", err))
+		}
+		if f.set["machine-id"] && (f.machineID < 0 || f.machineID > hi-lo) {
+			return usageError("%s: --machine-id = %d; under --datacenter-bits %d it is the worker within --datacenter %d, 0..%d", f.cmd, f.machineID, f.dcBits, f.datacenter, hi-lo)
+		}
+	}
 	if err := f.state.check(f.cmd, f.set); err != nil {
 		return err
 	}
@@ -122,9 +147,10 @@ type generator struct {
 // plan is a generator about to be made: the options for New, and what goes
 // with the generator.
 type plan struct {
-	out   *generator // without its Generator
-	opts  []ringflake.Option
-	where string // the command and the source, for New's errors
+	out     *generator // without its Generator
+	opts    []ringflake.Option
+	acquire time.Duration // --acquire-timeout: New's deadline; 0 for New's default
+	where   string        // the command and the source, for New's errors
 }
 
 // prepare checks the flags and makes the store's client, without
@@ -135,13 +161,18 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 	out := &generator{clock: time.Now, done: func() {}}
 	layout := f.layout()
 	opts := []ringflake.Option{
-		ringflake.WithAcquireTimeout(f.acquire),
 		ringflake.WithMaxWait(f.maxWait),
 		ringflake.WithLogger(log),
 		ringflake.WithLayout(layout),
 	}
-	if layout.DatacenterBits > 0 {
-		opts = append(opts, ringflake.WithDatacenter(f.datacenter))
+	// The machine ID is built once, here: with a datacenter split, the
+	// datacenter's first machine ID plus the worker (check has refused a
+	// datacenter or a worker out of range); a lease is of the whole ID.
+	split := layout.DatacenterBits > 0
+	base, maxMachine := int64(0), layout.MaxMachine()
+	if split {
+		lo, hi, _ := layout.Workers(f.datacenter)
+		base, maxMachine = lo, hi-lo
 	}
 	clock := f.clock()
 	if clock != nil {
@@ -151,7 +182,7 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 	where := f.cmd
 	switch {
 	case f.lease.url != "":
-		leaser, done, name, err := f.lease.leaser(layout.MaxWorker(), layout.DatacenterBits > 0, clock)
+		leaser, done, name, err := f.lease.leaser(base, maxMachine, split)
 		if err != nil {
 			return nil, err
 		}
@@ -162,13 +193,14 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	default: // --machine-id, or gen's 0
-		leaser, source, err := f.fixedID(f.machineID, clock, log)
+		id := base + f.machineID
+		leaser, source, err := f.fixedID(id, log)
 		if err != nil {
 			return nil, err
 		}
 		out.source = source
 		if leaser == nil {
-			opts = append(opts, ringflake.WithMachineID(f.machineID))
+			opts = append(opts, ringflake.WithMachineID(id))
 			break
 		}
 		// The state file is a Leaser: New may wait out its mark, which
@@ -179,20 +211,26 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	}
-	return &plan{out: out, opts: opts, where: where}, nil
+	return &plan{out: out, opts: opts, acquire: f.acquire, where: where}, nil
 }
 
-// make makes the generator. It returns a usage error for a bad setting,
-// and the store's error if no machine ID can be had; New waits for a
-// leased ID's inherited mark (up to a TTL on a store that just restarted)
-// and logs that it does.
-func (p *plan) make() (*generator, error) {
-	g, err := ringflake.New(p.opts...)
+// make makes the generator within ctx (a signal ends it) and
+// --acquire-timeout. It returns a usage error for a bad setting, and the
+// store's error if no machine ID can be had; New waits for a leased ID's
+// inherited mark (up to a TTL on a store that just restarted) and logs
+// that it does.
+func (p *plan) make(ctx context.Context) (*generator, error) {
+	if p.acquire > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.acquire)
+		defer cancel()
+	}
+	g, err := ringflake.New(ctx, p.opts...)
 	if err != nil {
 		p.out.done()
-		err = fmt.Errorf("%s: %w", p.where, err)
-		if errors.Is(err, ringflake.ErrMarkAhead) {
-			// New names its option; here the flag is what a user can change.
+		err = inContext(p.where, err)
+		if errors.Is(err, ringflake.ErrMarkAhead) || errors.Is(err, context.DeadlineExceeded) {
+			// New names its context; here the flag is what a user can change.
 			err = fmt.Errorf("%w (here: --acquire-timeout)", err)
 		}
 		if errors.Is(err, ringflake.ErrInvalidConfig) {

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/ringflake/ringflake/cmd/ringflake/internal/serve"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -22,111 +21,83 @@ const releaseTimeout = 5 * time.Second
 var errInterrupted = errors.New("interrupted while getting the machine ID")
 
 // startup follows the making of one generator, so that a signal can end
-// it at any point and so that serve can say why it is not ready yet. Its
-// fields are written by newStartup and watch, before New is called, and
-// read after.
+// it at any point and so that serve can say what it is doing meanwhile.
+// Its fields are written by newStartup and watch, before New is called,
+// and read after.
 type startup struct {
-	stop   context.Context  // done on SIGTERM or SIGINT
-	clock  func() time.Time // the generator's clock, for the reason
-	source string           // where the machine ID comes from, for the reason
+	stop   context.Context // done on SIGTERM or SIGINT; New's context
+	source string          // where the machine ID comes from, for the reason
 
-	leaser   machineid.Leaser                // the store's, or nil for a fixed ID
-	lease    atomic.Pointer[machineid.Lease] // the lease's latest report; nil before the first
-	answered chan struct{}                   // closed when the leaser's MachineID has returned
-	once     sync.Once                       // closes answered
+	leaser machineid.Leaser                // the store's, or nil for a fixed ID
+	lease  atomic.Pointer[machineid.Lease] // the lease's latest report; nil before the first
 }
 
-func newStartup(stop context.Context, clock func() time.Time, source string) *startup {
-	if clock == nil {
-		clock = time.Now
-	}
-	return &startup{stop: stop, clock: clock, source: source, answered: make(chan struct{})}
+func newStartup(stop context.Context, source string) *startup {
+	return &startup{stop: stop, source: source}
 }
 
-// watch returns l wrapped for the generator: its MachineID gives up when
-// st.stop is done, and its lease reports are kept for reason.
+// watch keeps l's reports for reason, and returns l itself: New hands its
+// clock to a *machineid.Holder, so the command gives it the Holder, not a
+// wrapper.
 func (st *startup) watch(l machineid.Leaser) machineid.Leaser {
 	st.leaser = l
-	return &watched{Leaser: l, st: st}
+	return l
 }
 
-// watched is a Leaser as startup hands it to New.
-type watched struct {
-	machineid.Leaser
-	st *startup
-}
-
-// MachineID asks the store, with ctx ended early by a signal.
-func (w *watched) MachineID(ctx context.Context) (int64, error) {
-	defer w.st.once.Do(func() { close(w.st.answered) })
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(w.st.stop, cancel)()
-	return w.Leaser.MachineID(ctx)
-}
-
-// Watch passes the lease on to fn and keeps it.
-func (w *watched) Watch(fn func(machineid.Lease)) (stop func()) {
-	return w.Leaser.Watch(func(l machineid.Lease) {
-		w.st.lease.Store(&l)
-		fn(l)
-	})
-}
-
-// reason says why the generator is not made yet: the machine ID being
-// acquired, or the lease's state while New waits out its inherited mark.
+// reason says what the command is doing while its generator is not made
+// yet: acquiring the machine ID, or starting with the one leased while New
+// waits, if it must, for the clock to pass the mark the lease inherited.
+// It describes the lease's reports; whether a generator can issue is
+// Generator.Ready's to judge, once there is one.
 func (st *startup) reason() string {
+	from := st.source // "--machine-id", or "lease URL"
+	if strings.HasPrefix(from, "lease ") {
+		from = "the " + from
+	}
 	l := st.lease.Load()
-	if l == nil {
-		return "acquiring the machine ID from the " + st.source
+	switch {
+	case l == nil || l.ID < 0:
+		return "acquiring the machine ID from " + from
+	case !l.Held && l.Err != nil:
+		return fmt.Sprintf("acquiring the machine ID from %s: machine ID %d is not held: %v", from, l.ID, l.Err)
+	case !l.Held:
+		return fmt.Sprintf("acquiring the machine ID from %s: machine ID %d is not held", from, l.ID)
+	case l.After.IsZero():
+		return fmt.Sprintf("starting with machine ID %d from %s", l.ID, from)
 	}
-	if r := serve.NotReady(l.Held, l.Err, l.After, l.Until, st.clock()); r != "" {
-		return r
-	}
-	return "starting"
+	return fmt.Sprintf("starting with machine ID %d from %s, once the clock has passed the mark it inherited, %s",
+		l.ID, from, l.After.UTC().Format(time.RFC3339Nano))
 }
 
-// start makes the generator as p.make does, and gives up if st.stop is
-// done first: New cannot be cancelled, so start cancels the store's
-// call for a machine ID, releases what it took, within releaseTimeout, and
-// returns errInterrupted, with the release's error if it failed. New's
-// goroutine is then left to end on its own, with nothing to issue for.
+// start makes the generator as p.make does, with st.stop as New's context:
+// a signal ends New, which releases what it took. start then releases
+// again, within releaseTimeout, to learn how that release went (a Holder
+// answers a second Release with the first one's result), and returns
+// errInterrupted, with the release's error if it failed. A generator made
+// after all, as the signal came, is closed alike.
 func (p *plan) start(st *startup) (*generator, error) {
-	type made struct {
-		g   *generator
-		err error
+	var stopWatch func()
+	if st.leaser != nil {
+		stopWatch = st.leaser.Watch(func(l machineid.Lease) { st.lease.Store(&l) })
 	}
-	done := make(chan made, 1)
-	go func() {
-		g, err := p.make()
-		done <- made{g, err}
-	}()
-	select {
-	case m := <-done:
-		return m.g, m.err
-	case <-st.stop.Done():
+	g, err := p.make(st.stop)
+	if stopWatch != nil {
+		stopWatch()
+	}
+	if st.stop.Err() == nil {
+		return g, err
 	}
 	deadline := time.NewTimer(releaseTimeout)
 	defer deadline.Stop()
-	if st.leaser != nil {
-		select { // the call is cancelled; a store that honours its context returns soon
-		case <-st.answered:
-		case <-deadline.C:
-		}
-	}
 	var release func() error
-	select {
-	case m := <-done: // made after all, or failed, which released
-		if m.err != nil {
-			return nil, errInterrupted
-		}
-		defer m.g.done()
-		release = m.g.Close
-	default:
-		if st.leaser == nil {
-			return nil, errInterrupted
-		}
+	switch {
+	case err == nil: // made after all
+		defer g.done()
+		release = g.Close
+	case st.leaser != nil:
 		release = func() error { return st.leaser.Release(time.Time{}) } // nothing issued: keep the mark
+	default:
+		return nil, errInterrupted
 	}
 	if err := within(release, deadline.C); err != nil {
 		return nil, fmt.Errorf("%w; releasing the lease: %w", errInterrupted, err)

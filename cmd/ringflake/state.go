@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"path/filepath"
-	"time"
 
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_file"
@@ -47,30 +46,26 @@ func (s *stateFlags) check(cmd string, set map[string]bool) error {
 const noStateFileNote = "ringflake: --no-state-file: the machine ID is not guarded: a second process on it, or a restart with the clock behind, can repeat IDs"
 
 // fixedID returns the Leaser that guards the fixed machine ID id
-// (--machine-id, or 0) with a file in the state directory, and where it
-// comes from, for messages; or a nil Leaser if --no-state-file says not to,
-// or id is outside the layout's workers (New then refuses it in its own
-// words). clock, if not nil, is the generator's clock.
-//
-// Under a datacenter split the file guards the whole machine ID, datacenter
-// and worker, so that two processes of one ID are refused whatever layout
-// each was given; the generator is handed the worker.
-func (f *sourceFlags) fixedID(id int64, clock func() time.Time, log *slog.Logger) (machineid.Leaser, string, error) {
+// (--machine-id, or 0; with a datacenter split, the datacenter's first
+// machine ID plus the worker) with a file in the state directory, and where
+// it comes from, for messages; or a nil Leaser if --no-state-file says not
+// to, or id is outside the layout's machine IDs (New then refuses it in its
+// own words). The file guards the whole machine ID, so that two processes
+// of one ID are refused whatever layout each was given.
+func (f *sourceFlags) fixedID(id int64, log *slog.Logger) (machineid.Leaser, string, error) {
 	source := ""
 	if f.set["machine-id"] {
 		source = "--machine-id"
 	}
-	layout := f.layout()
-	if f.state.off || id < 0 || id > layout.MaxWorker() {
+	if f.state.off || id < 0 || id > f.layout().MaxMachine() {
 		if f.state.off {
 			log.Warn(noStateFileNote, "machine", id)
 		}
 		return nil, source, nil
 	}
-	full := f.datacenter<<(layout.MachineBits-layout.DatacenterBits) | id
-	holder, err := machineid_file.New(f.state.dir, machineid.WithRange(full, full), machineid.WithClock(clock))
+	holder, err := machineid_file.New(f.state.dir, machineid.WithRange(id, id))
 	if err != nil {
-		return nil, "", usageError("%s: %v", f.cmd, err)
+		return nil, "", fmt.Errorf("%w: %w", errUsage, inContext(f.cmd, err))
 	}
 	dir := f.state.dir
 	if dir == "" {
@@ -79,33 +74,5 @@ func (f *sourceFlags) fixedID(id int64, clock func() time.Time, log *slog.Logger
 	if source == "" {
 		source = "machine ID 0"
 	}
-	source += " (state file in " + filepath.Clean(dir) + ")"
-	if layout.DatacenterBits == 0 {
-		return holder, source, nil
-	}
-	return &workerLeaser{Holder: holder, mask: layout.MaxWorker()}, source, nil
-}
-
-// workerLeaser is a file Leaser of a whole machine ID that hands the
-// generator its worker, the low bits, under a datacenter split.
-type workerLeaser struct {
-	*machineid.Holder
-	mask int64 // Layout.MaxWorker
-}
-
-func (w *workerLeaser) MachineID(ctx context.Context) (int64, error) {
-	id, err := w.Holder.MachineID(ctx)
-	if err != nil {
-		return id, err
-	}
-	return id & w.mask, nil
-}
-
-func (w *workerLeaser) Watch(fn func(machineid.Lease)) (stop func()) {
-	return w.Holder.Watch(func(l machineid.Lease) {
-		if l.ID >= 0 {
-			l.ID &= w.mask
-		}
-		fn(l)
-	})
+	return holder, source + " (state file in " + filepath.Clean(dir) + ")", nil
 }

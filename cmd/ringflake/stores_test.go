@@ -54,7 +54,9 @@ func TestSwitchingStores(t *testing.T) {
 	program := func(ids *machineid.Holder, err error) {
 		t.Helper()
 		require.NoError(t, err)
-		g, err := ringflake.New(ringflake.WithMachineIDSource(ids), ringflake.WithAcquireTimeout(time.Minute))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))
 		require.NoError(t, err)
 		id, err := g.NextID()
 		require.NoError(t, err)

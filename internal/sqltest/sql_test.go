@@ -86,7 +86,7 @@ func TestSQLGenerated(t *testing.T) {
 	db := openDB(t)
 	_, err := db.ExecContext(ctx, `CREATE TABLE events (id INTEGER PRIMARY KEY, b32 TEXT NOT NULL)`)
 	require.NoError(t, err)
-	g, err := ringflake.New(ringflake.WithMachineID(3))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(3))
 	require.NoError(t, err)
 	defer g.Close()
 	ids := make([]ringflake.ID, 200)

@@ -1,6 +1,7 @@
 package machineidtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -39,11 +40,9 @@ const keptFailures = 8
 // MaxWait, and starts issuing. New waits, up to four TTLs, for the lease and
 // for the clock to pass its After; its error is returned.
 func (h *holder) startGenerator(maxWait time.Duration) error {
-	g, err := ringflake.New(
-		ringflake.WithMachineIDSource(h),
-		ringflake.WithAcquireTimeout(4*h.led.h.TTL),
-		ringflake.WithMaxWait(maxWait),
-	)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*h.led.h.TTL)
+	defer cancel()
+	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(h), ringflake.WithMaxWait(maxWait))
 	if err != nil {
 		return fmt.Errorf("ringflake.New on holder %d: %w", h.n, err)
 	}

@@ -53,7 +53,6 @@ type Service struct {
 	gen      atomic.Pointer[ringflake.Generator] // nil until ready; stored once
 	starting func() string                       // why there is no generator yet; written once by New
 	layout   ringflake.Layout                    // the generator's, written once by New
-	clock    func() time.Time                    // the generator's clock, for /readyz; written once by New
 	maxBatch int                                 // written once by New
 	mux      *http.ServeMux                      // written once by New
 	reg      *prometheus.Registry                // written by New, and by Ready once
@@ -65,7 +64,6 @@ type Service struct {
 // Config configures a Service; the zero value is the default.
 type Config struct {
 	MaxBatch int              // the most IDs /v1/ids hands out at once; 0 means DefaultMaxBatch
-	Clock    func() time.Time // the generator's clock (ringflake.WithClock); nil means time.Now
 	Layout   ringflake.Layout // the generator's layout, for /v1/decode before it is ready; zero means the default
 	Starting func() string    // why the service is not ready before its generator is; nil means "starting"
 }
@@ -78,16 +76,13 @@ func New(g *ringflake.Generator, c Config) *Service {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
 	if c.Layout == (ringflake.Layout{}) {
 		c.Layout = ringflake.DefaultLayout()
 	}
 	if c.Starting == nil {
 		c.Starting = func() string { return "starting" }
 	}
-	s := &Service{starting: c.Starting, layout: c.Layout, clock: c.Clock, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
+	s := &Service{starting: c.Starting, layout: c.Layout, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
 	s.ids.New = func() any { b := make([]ringflake.ID, s.maxBatch); return &b }
 	s.bufs.New = func() any { b := make([]byte, 0, 64); return &b }
 
@@ -116,7 +111,7 @@ func New(g *ringflake.Generator, c Config) *Service {
 
 // Ready makes the service answer from g. Call it once.
 func (s *Service) Ready(g *ringflake.Generator) {
-	s.reg.MustRegister(ringflakeprom.NewCollector(g, ringflakeprom.WithClock(s.clock)))
+	s.reg.MustRegister(ringflakeprom.NewCollector(g))
 	s.gen.Store(g)
 }
 
@@ -321,49 +316,37 @@ type readiness struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
-// readyz answers 200 while the generator can issue now, and 503 with the
-// reason while it cannot, or while there is none yet.
+// readyz answers 200 while the generator can issue now, and 503 while it
+// cannot, or while there is none yet: with the reason, the text of the
+// error Generator.Ready gives, and a Retry-After when waiting helps.
 func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
 	g := s.gen.Load()
 	if g == nil {
 		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: -1, Reason: s.starting()})
 		return
 	}
-	l := g.Lease()
-	reason := NotReady(l.Held, l.Err, l.After, l.Until, s.clock())
-	if reason != "" {
-		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: l.ID, Reason: reason})
+	machine := g.Lease().ID
+	if err := g.Ready(); err != nil {
+		retryAfter(w, err)
+		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: machine, Reason: err.Error()})
 		return
 	}
-	replyJSON(w, http.StatusOK, readiness{Ready: true, Machine: l.ID})
-}
-
-// NotReady returns why a generator whose lease is in the state given
-// cannot issue at now, or "" if it can: it holds its machine ID, the clock
-// has passed the mark the ID inherited, and it has not passed the mark the
-// store confirmed.
-func NotReady(held bool, cause error, after, until, now time.Time) string {
-	switch {
-	case !held && cause != nil:
-		return "machine ID lease is not held: " + cause.Error()
-	case !held:
-		return "machine ID lease is not held"
-	case !after.IsZero() && !now.After(after):
-		return fmt.Sprintf("waiting for the clock to pass the machine ID's inherited mark %s, %v ahead",
-			after.UTC().Format(time.RFC3339Nano), after.Sub(now))
-	case !until.IsZero() && now.After(until):
-		return fmt.Sprintf("the clock is %v past the lease's confirmed mark %s; waiting for a renewal",
-			now.Sub(until), until.UTC().Format(time.RFC3339Nano))
-	}
-	return ""
+	replyJSON(w, http.StatusOK, readiness{Ready: true, Machine: machine})
 }
 
 // issueError answers a failure to issue: 503 with the error's text, and a
-// Retry-After when waiting helps: the seconds until a clock that is behind
-// or before an inherited mark has caught up, or one for a lease being
-// regained or a tick that was full. A clock outside the layout's range, or
-// a closed generator, gets none.
+// Retry-After when waiting helps.
 func issueError(w http.ResponseWriter, err error) {
+	retryAfter(w, err)
+	replyError(w, http.StatusServiceUnavailable, err.Error())
+}
+
+// retryAfter sets Retry-After for an error of NextID or Ready when waiting
+// helps: the seconds until a clock that is behind or before an inherited
+// mark has caught up, or one for a lease being regained or a tick that was
+// full. A clock outside the layout's range, or a closed generator, gets
+// none.
+func retryAfter(w http.ResponseWriter, err error) {
 	var ce *ringflake.ClockError
 	switch {
 	case errors.Is(err, ringflake.ErrClockBehind), errors.Is(err, ringflake.ErrMarkAhead):
@@ -375,7 +358,6 @@ func issueError(w http.ResponseWriter, err error) {
 	case errors.Is(err, ringflake.ErrLeaseLost), errors.Is(err, ringflake.ErrSequenceExhausted):
 		w.Header().Set("Retry-After", "1")
 	}
-	replyError(w, http.StatusServiceUnavailable, err.Error())
 }
 
 // replyError answers {"error":msg} with status code.

@@ -30,10 +30,10 @@ var start = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 // clock, closed when the test ends.
 func newTestService(t *testing.T, clock *fakeclock.Clock, opts ...ringflake.Option) (*Service, *ringflake.Generator) {
 	t.Helper()
-	g, err := ringflake.New(append([]ringflake.Option{ringflake.WithMachineID(3), ringflake.WithClock(clock.Now)}, opts...)...)
+	g, err := ringflake.New(t.Context(), append([]ringflake.Option{ringflake.WithMachineID(3), ringflake.WithClock(clock.Now)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })
-	return New(g, Config{Clock: clock.Now}), g
+	return New(g, Config{}), g
 }
 
 // request sends one request to h in process and returns the response.
@@ -251,7 +251,7 @@ func TestServiceIssueErrors(t *testing.T) {
 	clock := fakeclock.New(start)
 	// One slot remembers one tick: a step back of 2s then leaves the
 	// current tick's unused sequence as the only spare.
-	svc, g := newTestService(t, clock, ringflake.WithRingSize(1), ringflake.WithMaxWait(0))
+	svc, g := newTestService(t, clock, ringflake.WithRingSize(1), ringflake.WithMaxWait(-1))
 	request(svc, "GET", "/v1/id")
 	clock.Add(-2 * time.Second)
 	w := request(svc, "GET", "/v1/ids?n=4096")
@@ -277,7 +277,8 @@ func TestServiceIssueErrors(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "generator is closed")
 	w = request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"machine ID lease is not held: ringflake: generator is closed"}`, w.Body.String())
+	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"ringflake: generator is closed"}`, w.Body.String())
+	assert.Empty(t, w.Header().Get("Retry-After"), "a closed generator never comes back")
 }
 
 // testLeaser is a machineid.Leaser whose lease the test sets, standing in
@@ -319,10 +320,10 @@ func TestServiceReadyFollowsTheLease(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(start)
 	leaser := &testLeaser{lease: machineid.Lease{ID: 9, Held: true, Until: start.Add(10 * time.Second)}}
-	g, err := ringflake.New(ringflake.WithMachineIDSource(leaser), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(0))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(leaser), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	defer g.Close()
-	svc := New(g, Config{Clock: clock.Now})
+	svc := New(g, Config{})
 	steps := []struct {
 		name   string
 		lease  machineid.Lease
@@ -331,11 +332,11 @@ func TestServiceReadyFollowsTheLease(t *testing.T) {
 	}{
 		{"held", machineid.Lease{ID: 9, Held: true, Until: start.Add(10 * time.Second)}, "", ""},
 		{"lost", machineid.Lease{ID: 9, Err: errors.New("store: connection refused")},
-			"machine ID lease is not held: store: connection refused", "1"},
+			"machineid: lease lost: store: connection refused: clock 2026-11-23T12:00:00Z", "1"},
 		{"regained with a mark ahead", machineid.Lease{ID: 9, Held: true, After: start.Add(1500 * time.Millisecond), Until: start.Add(10 * time.Second)},
-			"waiting for the clock to pass the machine ID's inherited mark 2026-11-23T12:00:01.5Z, 1.5s ahead", "2"},
+			"ringflake: the mark the machine ID's lease inherited is ahead of the clock: clock 2026-11-23T12:00:00Z passes it in 1.501s (at 2026-11-23T12:00:01.501Z)", "2"},
 		{"confirmed mark passed", machineid.Lease{ID: 9, Held: true, Until: start.Add(-time.Second)},
-			"the clock is 1s past the lease's confirmed mark 2026-11-23T11:59:59Z; waiting for a renewal", "1"},
+			"machineid: lease lost: clock 2026-11-23T12:00:00Z is 999ms past the lease's confirmed mark", "1"},
 		{"renewed", machineid.Lease{ID: 9, Held: true, Until: start.Add(10 * time.Second)}, "", ""},
 	}
 	for _, s := range steps {
@@ -349,6 +350,7 @@ func TestServiceReadyFollowsTheLease(t *testing.T) {
 		}
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "%s: /readyz", s.name)
 		assert.JSONEq(t, `{"ready":false,"machine":9,"reason":`+strconv.Quote(s.reason)+`}`, w.Body.String(), s.name)
+		assert.Equal(t, s.retry, w.Header().Get("Retry-After"), "%s: /readyz's Retry-After", s.name)
 		assert.Equal(t, http.StatusServiceUnavailable, id.Code, "%s: /v1/id; body %s", s.name, id.Body)
 		assert.Equal(t, s.retry, id.Header().Get("Retry-After"), "%s: /v1/id's Retry-After", s.name)
 	}
@@ -391,12 +393,12 @@ func FuzzServiceRequest(f *testing.F) {
 // 1ms a reading, so that no request waits.
 func newFuzzService(f *testing.F) (*Service, *ringflake.Generator) {
 	clock := fakeclock.NewTicker(start, time.Millisecond)
-	g, err := ringflake.New(ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
+	g, err := ringflake.New(f.Context(), ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = g.Close() })
-	return New(g, Config{Clock: clock.Now}), g
+	return New(g, Config{}), g
 }
 
 // HEAD works wherever GET does: the same status and headers, no body.
@@ -438,7 +440,7 @@ func TestServiceUncleanPaths(t *testing.T) {
 func TestServiceBeforeReady(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(start)
-	svc := New(nil, Config{Clock: clock.Now, Starting: func() string { return "acquiring the machine ID from the lease redis://x" }})
+	svc := New(nil, Config{Starting: func() string { return "acquiring the machine ID from the lease redis://x" }})
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/healthz").Code)
 	w := request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
@@ -452,7 +454,7 @@ func TestServiceBeforeReady(t *testing.T) {
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/v1/decode/1").Code, "decoding needs no generator")
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/metrics").Code)
 
-	g, err := ringflake.New(ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
 	require.NoError(t, err)
 	defer g.Close()
 	svc.Ready(g)

@@ -4,6 +4,7 @@
 package sim
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -181,8 +182,12 @@ func simulate(c Config) ([]laneResult, error) {
 		return &simClock{base: base, stepAt: c.StepAt, rollback: c.Rollback, tick: time.Millisecond, pace: p}
 	}
 	rc, sc := newClock(), newClock()
-	rg, err := ringflake.New(ringflake.WithClock(rc.Now), ringflake.WithRingSize(c.Ring),
-		ringflake.WithMaxWait(c.MaxWait), ringflake.WithMachineID(1))
+	maxWait := c.MaxWait
+	if maxWait == 0 {
+		maxWait = -1 // never wait: the library's 0 is its default
+	}
+	rg, err := ringflake.New(context.Background(), ringflake.WithClock(rc.Now), ringflake.WithRingSize(c.Ring),
+		ringflake.WithMaxWait(maxWait), ringflake.WithMachineID(1))
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func etcdLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	if c.Skew != 0 {
 		return nil, nil, errNoSkew("etcd")
 	}
-	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin), machineid.WithClock(c.Clock)}
+	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
 	if q.Has("prefix") {
 		opts = append(opts, me.WithPrefix(q.Get("prefix")))
 	}

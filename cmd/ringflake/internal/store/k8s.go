@@ -38,7 +38,7 @@ func k8sLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	case c.Skew != 0:
 		return nil, nil, errNoSkew("k8s")
 	}
-	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin), machineid.WithClock(c.Clock)}
+	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
 	for k, v := range u.Query() {
 		with, ok := k8sParams[k]
 		if !ok {

@@ -31,7 +31,7 @@ func postgresLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 		return nil, nil, errNoSkew("PostgreSQL")
 	}
 	q := u.Query()
-	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin), machineid.WithClock(c.Clock)}
+	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
 	table := q.Get("table")
 	if q.Has("table") {
 		opts = append(opts, mp.WithTable(table))

@@ -25,7 +25,7 @@ func redisLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	q := u.Query()
 	opts := []machineid.Option{
 		mr.WithPrefix(q.Get("prefix")), machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin),
-		mr.WithMaxClockSkew(c.Skew), machineid.WithClock(c.Clock),
+		mr.WithMaxClockSkew(c.Skew),
 	}
 	if c.Hi >= 0 {
 		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))

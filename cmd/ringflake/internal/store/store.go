@@ -13,11 +13,11 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 )
 
-// Config is what a store gets besides its URL.
+// Config is what a store gets besides its URL. The generator hands the
+// Holder its clock.
 type Config struct {
-	Lo, Hi            int64            // the machine IDs it may hand out; Hi < 0 means the store's default
-	TTL, Margin, Skew time.Duration    // 0 means the store's default
-	Clock             func() time.Time // the generator's clock; nil means the wall clock
+	Lo, Hi            int64         // the machine IDs it may hand out; Hi < 0 means the store's default
+	TTL, Margin, Skew time.Duration // 0 means the store's default
 }
 
 // An opener makes the Leaser of one store from its URL.
