@@ -74,6 +74,27 @@ lockstep_version() {
   echo "$versions"
 }
 
+# set_requires VERSION makes every module require the repository's other
+# modules at VERSION and replace none of them.
+set_requires() {
+  local m p args
+  for m in $(modules); do
+    args=()
+    for p in $(own_requires "$m" | awk '{ print $1 }'); do args+=("-require=$p@$1"); done
+    for p in $(own_replaces "$m"); do args+=("-dropreplace=$p"); done
+    [ ${#args[@]} -eq 0 ] || go mod edit "${args[@]}" "$root/$m/go.mod"
+  done
+}
+
+# release_version prints the highest release version at which a module
+# requires another of the repository's modules: the version to put them all
+# at when a merge has brought another one, or a replace, back.
+release_version() {
+  local m
+  for m in $(modules); do own_requires "$m"; done | awk '{ print $2 }' |
+    grep -E '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$' | grep -vx 'v0.0.0' | sort -V | tail -1
+}
+
 # build_proxy DIR VERSION writes into DIR a module proxy serving every module
 # of the working tree at VERSION (internal/modproxy), and prints the go.sum
 # lines of the zips it made. The tool is built once per calling script, in
