@@ -8,7 +8,7 @@ go 1.25.0
 
 require (
 	github.com/stretchr/testify v1.11.1
-	golang.org/x/mod v0.40.0
+	golang.org/x/mod v0.39.0
 )
 
 require (
