@@ -3,7 +3,7 @@ module github.com/ringflake/ringflake/machineid_k8s
 go 1.25.0
 
 require (
-	github.com/ringflake/ringflake v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake v0.1.0
 	github.com/stretchr/testify v1.11.1
 	k8s.io/api v0.35.6
 	k8s.io/apimachinery v0.35.6
@@ -49,5 +49,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/ringflake/ringflake => ../

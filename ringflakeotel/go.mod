@@ -3,7 +3,7 @@ module github.com/ringflake/ringflake/ringflakeotel
 go 1.25.0
 
 require (
-	github.com/ringflake/ringflake v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0
@@ -21,5 +21,3 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )
-
-replace github.com/ringflake/ringflake => ../

@@ -6,12 +6,12 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.22.0
-	github.com/ringflake/ringflake v0.0.0-00010101000000-000000000000
-	github.com/ringflake/ringflake/machineid_etcd v0.0.0-00010101000000-000000000000
-	github.com/ringflake/ringflake/machineid_k8s v0.0.0-00010101000000-000000000000
-	github.com/ringflake/ringflake/machineid_postgres v0.0.0-00010101000000-000000000000
-	github.com/ringflake/ringflake/machineid_redis v0.0.0-00010101000000-000000000000
-	github.com/ringflake/ringflake/ringflakeprom v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake v0.1.0
+	github.com/ringflake/ringflake/machineid_etcd v0.1.0
+	github.com/ringflake/ringflake/machineid_k8s v0.1.0
+	github.com/ringflake/ringflake/machineid_postgres v0.1.0
+	github.com/ringflake/ringflake/machineid_redis v0.1.0
+	github.com/ringflake/ringflake/ringflakeprom v0.1.0
 	github.com/stretchr/testify v1.11.1
 	go.etcd.io/etcd/client/v3 v3.6.14
 	go.uber.org/zap v1.27.0
@@ -82,13 +82,4 @@ require (
 	google.golang.org/grpc v1.82.1 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-)
-
-replace (
-	github.com/ringflake/ringflake => ../../
-	github.com/ringflake/ringflake/machineid_etcd => ../../machineid_etcd
-	github.com/ringflake/ringflake/machineid_k8s => ../../machineid_k8s
-	github.com/ringflake/ringflake/machineid_postgres => ../../machineid_postgres
-	github.com/ringflake/ringflake/machineid_redis => ../../machineid_redis
-	github.com/ringflake/ringflake/ringflakeprom => ../../ringflakeprom
 )

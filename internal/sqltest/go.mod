@@ -6,7 +6,7 @@ module github.com/ringflake/ringflake/internal/sqltest
 go 1.25.0
 
 require (
-	github.com/ringflake/ringflake v0.0.0-00010101000000-000000000000
+	github.com/ringflake/ringflake v0.1.0
 	github.com/stretchr/testify v1.11.1
 	modernc.org/sqlite v1.59.0
 )
@@ -25,5 +25,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/ringflake/ringflake => ../../
