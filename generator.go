@@ -37,6 +37,7 @@ type Generator struct {
 	ticks     tickWait         // shares one sleeper among callers waiting for a tick
 
 	leased    *leaserClaim // the Leaser's claim, nil unless the machine ID is leased; written once by New
+	graceEnd  time.Time    // when New's waits past its context's end give up (see untilGrace); New's alone
 	stopWatch func()       // stops the lease watch; nil unless leased
 	closeOnce sync.Once
 	closeErr  error // written inside closeOnce
