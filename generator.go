@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/internal/sentinel"
 	"github.com/ringflake/ringflake/machineid"
 )
@@ -215,6 +216,9 @@ func (g *Generator) Close() error {
 		return nil
 	}
 	g.closeOnce.Do(func() {
+		if mutant.On(mutant.ReleaseBeforeStop) && g.leased != nil {
+			_ = g.leased.l.Release(g.issuedUntil()) // Release below returns its result again
+		}
 		g.shut()
 		if g.leased != nil {
 			// The closed state is stored, so a call that claimed after

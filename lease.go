@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake/internal/holderclock"
+	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -428,7 +429,7 @@ func (g *Generator) stateOf(l machineid.Lease) *machineState {
 		next.lost = fmt.Errorf("%w: the lease holds machine ID %d, outside the layout's 0..%d", ErrLeaseLost, l.ID, g.layout.MaxMachine())
 		next.lease.Held, next.lease.Err = false, next.lost
 	}
-	if !l.After.IsZero() {
+	if !l.After.IsZero() && !mutant.On(mutant.NoFloor) {
 		next.b.floor = g.tickAt(l.After)
 	}
 	if !l.Until.IsZero() {
