@@ -13,7 +13,7 @@ const (
 	MarkBeforeStore = "mark-before-store"
 	// WallExpiry: the Holder judges its lease's deadline on the marks'
 	// clock, the generator's wall clock, instead of its monotonic clock
-	// (machineid, renew.go confirm).
+	// (machineid, renew.go confirm and expire).
 	WallExpiry = "wall-expiry"
 	// NoMargin: the Holder vouches for its lease until the send time of
 	// its last confirmed call plus the whole TTL, without the safety margin
