@@ -96,10 +96,9 @@ func DefaultLayout() Layout {
 // 2024-01-01T00:00:00Z (good until 2093-09-06), 6 bits of machine ID
 // (0..63) and 6 bits of sequence (64 IDs per millisecond, 64,000 a second
 // per machine). Every ID it makes is below 2^53, so a [NumberID] of it
-// never fails to marshal. It gives up machines and throughput, not time:
-// yitter's IdGenerator keeps the same 6 and 6 bits beside a millisecond
-// clock, katsubushi's -js-safe-id 64 machines too. IDs of JSLayout and of
-// DefaultLayout are not comparable; decode each with its own.
+// never fails to marshal. It gives up machines and throughput, not
+// lifetime. IDs of JSLayout and of DefaultLayout do not mix: decode each
+// with its own.
 func JSLayout() Layout {
 	return Layout{TimeBits: 41, MachineBits: 6, SequenceBits: 6, Epoch: defaultEpoch, Tick: time.Millisecond}
 }
