@@ -278,22 +278,22 @@ type decoded struct {
 	Sequence   int64        `json:"sequence"`
 }
 
-// decode answers the parts of an ID under the generator's layout: decimal
-// or Base32 as decode reads them, or the form ?format= names (decimal,
-// base32, base58, auto).
+// decode answers the parts of an ID under the generator's layout, read as
+// the decode command reads it: in the one form that reads it, or the form
+// ?format= names (decimal, base32, base58, auto). An ID two forms read is
+// a 400 that gives both readings.
 func (s *Service) decode(w http.ResponseWriter, r *http.Request) {
 	format := "auto"
 	if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && q.Has("format") {
 		format = q.Get("format")
 	}
-	parse, ok := idtext.Parser(format)
-	if !ok {
-		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want auto, decimal, base32 or base58", idtext.Quote(format)))
+	if !idtext.Known(format) {
+		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want %s", idtext.Quote(format), idtext.Formats))
 		return
 	}
-	id, err := parse(r.PathValue("id"))
+	id, err := idtext.Reader{Layout: s.layout, Ask: "?format="}.Parse(r.PathValue("id"), format)
 	if err != nil {
-		replyError(w, http.StatusBadRequest, strings.Replace(err.Error(), "--format base58", "?format=base58", 1))
+		replyError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p := s.layout.Decompose(id)
