@@ -19,9 +19,9 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	lf.register(fs, true)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		// "decode -5" is a negative ID, not an unknown flag -5: say so as
-		// ParseID does.
+		// reading it would.
 		if _, num, ok := strings.Cut(err.Error(), "flag provided but not defined: "); ok && idtext.IsDecimal(num) {
-			if _, perr := ringflake.ParseID(num); perr != nil {
+			if _, perr := (idtext.Reader{Layout: ringflake.DefaultLayout()}).Parse(num, "auto"); perr != nil {
 				return fmt.Errorf("%w: %w", errUsage, inContext("decode", perr))
 			}
 		}

@@ -51,6 +51,7 @@ func TestParseAuto(t *testing.T) {
 		{"past the largest, base32", def, "8000000000000X", 0, nil, `as base58: ParseBase58 "8000000000000X"`},
 		{"negative", def, "-5", 0, nil, `as decimal: ParseID "-5": ID out of range: negative`},
 		{"13 characters, none a form", def, "0AM7QE674Q40!", 0, nil, `as base32: ParseBase32 "0AM7QE674Q40!": invalid ID syntax: character "!" at offset 12`},
+		{"a short word is base58", def, "garbage", 1506900037983, nil, ""},
 		{"a word", def, "hello", 0, nil, `as base58: ParseBase58 "hello": invalid ID syntax: character "l" at offset 2 is not in the Base58 alphabet`},
 		{"empty", def, "", 0, nil, `"" is not an ID in decimal, base32 or base58; as base58: ParseBase58 "": invalid ID syntax: empty`},
 		{"js: 13 digits read as base32 are too wide", js, "0123456789012", 123456789012, nil, ""},

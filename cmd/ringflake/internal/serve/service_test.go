@@ -163,12 +163,14 @@ func TestServiceBadInput(t *testing.T) {
 		{"GET", "/v1/ids?n=3;x", 400, `n = "3;x"; want an integer in 1..4096`},
 		{"GET", "/v1/ids?n=2&n=3", 400, "n is given 2 times; give it once"},
 		{"GET", "/v1/ids?n=" + strings.Repeat("9", 10000), 400, `n = "99999999999999999999999999999999"...; want`},
-		{"GET", "/v1/decode/abc", 400, `"abc" is neither decimal nor 13-character base32; for a base58 ID give ?format=base58`},
+		{"GET", "/v1/decode/abl", 400, `"abl" is not an ID in decimal, base32 or base58; as base58: ParseBase58 "abl": invalid ID syntax: character "l" at offset 2 is not in the Base58 alphabet`},
+		{"GET", "/v1/decode/0123456789012", 400, `"0123456789012" is ambiguous: decimal 123456789012 (time 2024-01-01T00:00:29.434Z, machine 401, sequence 2580) or base32 38390726480134178 (time 2024-04-15T22:31:02.458Z, machine 72, sequence 34); give ?format=decimal or ?format=base32`},
+		{"GET", "/v1/decode/1", 400, `"1" is ambiguous: decimal 1 (`},
 		{"GET", "/v1/decode/abc?format=hex", 400, `format = "hex"; want auto, decimal, base32 or base58`},
 		{"GET", "/v1/decode/" + strings.Repeat("7", 10000), 400, `ParseID "77777777777777777777777777777777"...: ID out of range`},
 		{"GET", "/v1/decode/-5", 400, `ParseID "-5": ID out of range: negative`},
 		{"GET", "/v1/decode/9223372036854775808", 400, "ID out of range: above 2^63-1"},
-		{"GET", "/v1/decode/12%20", 400, `"12 " is neither decimal`},
+		{"GET", "/v1/decode/12%20", 400, `"12 " is not an ID in decimal, base32 or base58`},
 		{"GET", "/" + strings.Repeat("x", 10000), 404, `no such path "/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"...`},
 		{"GET", "/nope", 404, `no such path "/nope"`},
 		{"GET", "/", 404, `no such path "/"`},
@@ -193,7 +195,7 @@ func TestServiceBadInput(t *testing.T) {
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), "body %q", w.Body)
 			assert.Len(t, body, 1, "only the error in %v", body)
 			assert.Contains(t, body["error"], tt.want)
-			assert.Less(t, len(body["error"]), 200, "echoed input is cut")
+			assert.Less(t, len(body["error"]), 300, "echoed input is cut (to 32 bytes; an ambiguous ID's two readings take 235)")
 			if tt.code == 405 {
 				assert.Equal(t, "GET, HEAD", w.Header().Get("Allow"))
 			}
@@ -407,7 +409,7 @@ func TestServiceHEAD(t *testing.T) {
 	svc, _ := newTestService(t, fakeclock.New(start))
 	srv := httptest.NewServer(svc)
 	defer srv.Close()
-	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/id", "/v1/ids?n=2", "/v1/decode/1", "/api/snowflake/get/k"} {
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/id", "/v1/ids?n=2", "/v1/decode/0", "/api/snowflake/get/k"} {
 		get, err := srv.Client().Get(srv.URL + path)
 		require.NoError(t, err)
 		get.Body.Close()
@@ -451,7 +453,7 @@ func TestServiceBeforeReady(t *testing.T) {
 		assert.Equal(t, "1", w.Header().Get("Retry-After"), path)
 		assert.JSONEq(t, `{"error":"not ready: acquiring the machine ID from the lease redis://x"}`, w.Body.String(), path)
 	}
-	assert.Equal(t, http.StatusOK, request(svc, "GET", "/v1/decode/1").Code, "decoding needs no generator")
+	assert.Equal(t, http.StatusOK, request(svc, "GET", "/v1/decode/0").Code, "decoding needs no generator")
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/metrics").Code)
 
 	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
@@ -463,8 +465,9 @@ func TestServiceBeforeReady(t *testing.T) {
 	assert.Contains(t, request(svc, "GET", "/metrics").Body.String(), "\nringflake_ids_issued_total 1\n")
 }
 
-// /v1/decode reads every form decode reads, and shows the datacenter and
-// worker of a split layout.
+// /v1/decode reads every form decode reads, under the service's layout
+// (0123456789012 is decimal alone under JSLayout: read as Base32 it is too
+// wide for it), and shows the datacenter and worker of a split layout.
 func TestServiceDecodeForms(t *testing.T) {
 	t.Parallel()
 	id := ringflake.ID(382862780006428673)
@@ -479,6 +482,10 @@ func TestServiceDecodeForms(t *testing.T) {
 		{"/v1/decode/" + id.String(), ringflake.Layout{}, want},
 		{"/v1/decode/" + id.Base32(), ringflake.Layout{}, want},
 		{"/v1/decode/" + id.Base58() + "?format=base58", ringflake.Layout{}, want},
+		{"/v1/decode/" + id.Base58(), ringflake.Layout{}, want},
+		{"/v1/decode/0123456789012?format=base32", ringflake.Layout{}, `{"id":"38390726480134178","time":"2024-04-15T22:31:02.458Z","machine":72,"sequence":34}`},
+		{"/v1/decode/9007199254740991", ringflake.JSLayout(), `{"id":"9007199254740991","time":"2093-09-06T15:47:35.551Z","machine":63,"sequence":63}`},
+		{"/v1/decode/0123456789012", ringflake.JSLayout(), `{"id":"123456789012","time":"2024-01-01T08:22:20.817Z","machine":40,"sequence":20}`},
 		{"/v1/decode/" + id.Base32() + "?format=base32", ringflake.Layout{}, want},
 		{"/v1/decode/" + id.String(), split, `{"id":"382862780006428673","time":"2026-11-22T12:00:00Z","machine":7,"datacenter":0,"worker":7,"sequence":1}`},
 	}
