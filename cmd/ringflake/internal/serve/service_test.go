@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -355,7 +356,13 @@ func TestServiceReadyFollowsTheLease(t *testing.T) {
 		assert.Equal(t, s.retry, w.Header().Get("Retry-After"), "%s: /readyz's Retry-After", s.name)
 		assert.Equal(t, http.StatusServiceUnavailable, id.Code, "%s: /v1/id; body %s", s.name, id.Body)
 		assert.Equal(t, s.retry, id.Header().Get("Retry-After"), "%s: /v1/id's Retry-After", s.name)
+		head := request(svc, "HEAD", "/v1/ids?n=5")
+		assert.Equal(t, http.StatusServiceUnavailable, head.Code, "%s: HEAD /v1/ids", s.name)
+		assert.Equal(t, s.retry, head.Header().Get("Retry-After"), "%s: HEAD /v1/ids's Retry-After", s.name)
 	}
+	issued := g.Stats().Issued
+	assert.Equal(t, http.StatusOK, request(svc, "HEAD", "/v1/ids?n=5").Code, "ready again")
+	assert.Equal(t, issued, g.Stats().Issued, "HEAD issues nothing")
 }
 
 // Any request gets an answer of a status the API documents, never a
@@ -403,24 +410,42 @@ func newFuzzService(f *testing.F) (*Service, *ringflake.Generator) {
 	return New(g, Config{}), g
 }
 
-// HEAD works wherever GET does: the same status and headers, no body.
+// HEAD works wherever GET does: the same status and headers, no body, and
+// on the ID endpoints no ID issued: a HEAD asks whether a GET would be
+// answered, it does not take an ID and throw it away.
 func TestServiceHEAD(t *testing.T) {
 	t.Parallel()
-	svc, _ := newTestService(t, fakeclock.New(start))
+	clock := fakeclock.New(start)
+	svc, g := newTestService(t, clock)
 	srv := httptest.NewServer(svc)
 	defer srv.Close()
-	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/id", "/v1/ids?n=2", "/v1/decode/0", "/api/snowflake/get/k"} {
-		get, err := srv.Client().Get(srv.URL + path)
-		require.NoError(t, err)
-		get.Body.Close()
+	paths := []string{"/healthz", "/readyz", "/metrics", "/v1/id", "/v1/ids?n=4096", "/v1/decode/0", "/api/snowflake/get/k", "/v1/ids?n=0", "/v1/decode/1", "/nope"}
+	heads := map[string]*http.Response{}
+	for _, path := range paths {
 		head, err := srv.Client().Head(srv.URL + path)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(head.Body)
 		head.Body.Close()
-		assert.Equal(t, http.StatusOK, head.StatusCode, "HEAD %s", path)
-		assert.Equal(t, get.Header.Get("Content-Type"), head.Header.Get("Content-Type"), "HEAD %s", path)
 		assert.Empty(t, body, "HEAD %s has no body", path)
+		heads[path] = head
 	}
+	assert.Zero(t, g.Stats().Issued, "HEAD issues nothing")
+	w := request(svc, "GET", "/metrics")
+	assert.Contains(t, w.Body.String(), "\nringflake_ids_issued_total 0\n")
+	for _, path := range paths {
+		clock.Add(time.Millisecond) // a fresh tick for each GET: a batch of 4096 needs a whole one
+		get, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		get.Body.Close()
+		head := heads[path]
+		assert.Equal(t, get.StatusCode, head.StatusCode, "HEAD %s", path)
+		for _, h := range []string{"Content-Type", "Cache-Control", "Retry-After", "Allow"} {
+			assert.Equal(t, get.Header.Get(h), head.Header.Get(h), "HEAD %s: %s", path, h)
+		}
+	}
+	assert.Equal(t, http.StatusBadRequest, heads["/v1/ids?n=0"].StatusCode, "bad input is a 400 for HEAD as for GET")
+	assert.Empty(t, heads["/v1/ids?n=4096"].Header.Get("Content-Length"), "only the IDs would tell a batch's length")
+	assert.Equal(t, uint64(1+4096+1), g.Stats().Issued, "the GETs' IDs alone")
 }
 
 // An unclean path is served as its clean form, never redirected with an
@@ -442,16 +467,29 @@ func TestServiceUncleanPaths(t *testing.T) {
 func TestServiceBeforeReady(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(start)
-	svc := New(nil, Config{Starting: func() string { return "acquiring the machine ID from the lease redis://x" }})
+	var wait atomic.Int64 // the Starting wait, in nanoseconds
+	svc := New(nil, Config{Starting: func() (string, time.Duration) {
+		return "acquiring the machine ID from the lease redis://x", time.Duration(wait.Load())
+	}})
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/healthz").Code)
 	w := request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"acquiring the machine ID from the lease redis://x"}`, w.Body.String())
+	assert.Equal(t, "1", w.Header().Get("Retry-After"), "an unknown wait")
 	for _, path := range []string{"/v1/id", "/v1/ids?n=3", "/api/snowflake/get/k"} {
-		w = request(svc, "GET", path)
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
-		assert.Equal(t, "1", w.Header().Get("Retry-After"), path)
-		assert.JSONEq(t, `{"error":"not ready: acquiring the machine ID from the lease redis://x"}`, w.Body.String(), path)
+		for _, method := range []string{"GET", "HEAD"} {
+			w = request(svc, method, path)
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
+			assert.Equal(t, "1", w.Header().Get("Retry-After"), "%s %s: an unknown wait", method, path)
+			assert.JSONEq(t, `{"error":"not ready: acquiring the machine ID from the lease redis://x"}`, w.Body.String(), path)
+		}
+	}
+	// Retry-After is the wait, in whole seconds rounded up.
+	for wt, want := range map[time.Duration]string{9*time.Second + time.Millisecond: "10", 5 * time.Second: "5", 4500 * time.Millisecond: "5", time.Millisecond: "1"} {
+		wait.Store(int64(wt))
+		for _, path := range []string{"/v1/id", "/readyz"} {
+			assert.Equal(t, want, request(svc, "GET", path).Header().Get("Retry-After"), "%s while %v are left", path, wt)
+		}
 	}
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/v1/decode/0").Code, "decoding needs no generator")
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/metrics").Code)
