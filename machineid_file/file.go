@@ -60,7 +60,7 @@ func WithSource(src machineid.Source) machineid.Option {
 // directory to put the default one in.
 func New(dir string, opts ...machineid.Option) (*machineid.Holder, error) {
 	var set settings
-	s := &store{sem: make(chan struct{}, 1)}
+	s := &store{disk: osFS{}, sem: make(chan struct{}, 1)}
 	h, err := machineid.NewHolder(s, &set, limits, opts...)
 	if err != nil {
 		return nil, err

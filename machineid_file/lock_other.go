@@ -5,16 +5,15 @@ package machineid_file
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 )
 
 // lockFile fails: the store needs flock, which this platform's package
 // syscall lacks.
-func lockFile(string) (*os.File, error) {
+func (*store) lockFile(string) (fsFile, error) {
 	return nil, fmt.Errorf("machineid_file: no file locks on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
-func prepareDir(string) error { return nil }
+func (*store) prepareDir(string) error { return nil }
 
-func syncDir(string) error { return nil }
+func (*store) syncDir(string) error { return nil }

@@ -21,8 +21,8 @@ import (
 // descriptor of the file does not drop the lock. The file is opened
 // close-on-exec (as Go opens every file), so that a child process cannot
 // inherit the lock and keep the ID after this one dies.
-func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+func (s *store) lockFile(path string) (fsFile, error) {
+	f, err := s.disk.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
@@ -44,8 +44,8 @@ func lockFile(path string) (*os.File, error) {
 
 // prepareDir makes dir if it does not exist, durably, and refuses it if
 // it is not a directory or is on a network filesystem.
-func prepareDir(dir string) error {
-	if err := mkdirDurable(dir); err != nil {
+func (s *store) prepareDir(dir string) error {
+	if err := s.mkdirDurable(dir); err != nil {
 		return err
 	}
 	return localFS(dir)
@@ -54,7 +54,7 @@ func prepareDir(dir string) error {
 // mkdirDurable makes dir and its missing parents, and fsyncs the parent of
 // each directory it makes, so that a crash cannot lose the directory with
 // the marks in it.
-func mkdirDurable(dir string) error {
+func (s *store) mkdirDurable(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case err == nil && fi.IsDir():
@@ -66,19 +66,19 @@ func mkdirDurable(dir string) error {
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirDurable(parent); err != nil {
+		if err := s.mkdirDurable(parent); err != nil {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := s.disk.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("creating the state directory: %w", err)
 	}
-	return syncDir(parent)
+	return s.syncDir(parent)
 }
 
 // syncDir fsyncs the directory dir, which makes the names in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func (s *store) syncDir(dir string) error {
+	d, err := s.disk.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("syncing directory: %w", err)
 	}

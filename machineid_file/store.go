@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ringflake/ringflake"
@@ -17,6 +16,7 @@ import (
 // the process dies, however it dies, so the ID is free at once, and never
 // before.
 type store struct {
+	disk fileSystem       // osFS; written once by New
 	dir  string           // absolute; written once by New
 	src  machineid.Source // nil: the lowest free ID in the range; written once by New
 	host string           // this host's name, recorded with each mark; written once by New
@@ -34,7 +34,7 @@ type store struct {
 type holding struct {
 	token string
 	id    int64
-	lock  *os.File  // the flock'ed file, open for reading; closing it frees the ID
+	lock  fsFile    // the flock'ed file, open for reading; closing it frees the ID
 	after time.Time // the mark inherited when it was taken
 	st    state     // what the file holds now, as last written
 }
@@ -82,7 +82,7 @@ func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 		}
 		s.free() // a holding of an earlier session, which Release did not reach
 	}
-	if err := prepareDir(s.dir); err != nil {
+	if err := s.prepareDir(s.dir); err != nil {
 		return machineid.Grant{}, err
 	}
 	lo, hi, err := s.candidates(ctx, c)
@@ -126,7 +126,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // one is locked by another, it returns who holds the last one tried.
 func (s *store) lockFirst(lo, hi int64, c machineid.Claim) (g machineid.Grant, busy string, err error) {
 	for id := lo; id <= hi; id++ {
-		f, err := lockFile(s.path(id))
+		f, err := s.lockFile(s.path(id))
 		if err != nil {
 			return machineid.Grant{}, "", err
 		}
@@ -157,7 +157,7 @@ func (s *store) candidates(ctx context.Context, c machineid.Claim) (lo, hi int64
 
 // adopt reads the mark in the file f, just locked, of machine ID id, and
 // holds the ID if the mark is sound and the new one is written.
-func (s *store) adopt(f *os.File, id int64, c machineid.Claim) (machineid.Grant, error) {
+func (s *store) adopt(f fsFile, id int64, c machineid.Claim) (machineid.Grant, error) {
 	path := s.path(id)
 	st, err := readState(f, id)
 	if err == nil {
@@ -172,7 +172,7 @@ func (s *store) adopt(f *os.File, id int64, c machineid.Claim) (machineid.Grant,
 	if err == nil {
 		// The file's name must be as durable as its mark, whether this
 		// process made the file or one that crashed before saying so.
-		err = syncDir(s.dir)
+		err = s.syncDir(s.dir)
 	}
 	if err != nil {
 		_ = f.Close()

@@ -22,7 +22,7 @@ import (
 func (s *store) write(h *holding, until time.Time) error {
 	path := s.path(h.id)
 	rec, off := h.st.next(until, os.Getpid(), s.host)
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err := s.disk.OpenFile(path, os.O_WRONLY, 0)
 	if err == nil {
 		defer f.Close() // after the fsync, which reports write errors
 		err = sameFile(f, h.lock)
@@ -51,7 +51,7 @@ func (s *store) write(h *holding, until time.Time) error {
 var errReplaced = errors.New("not the file locked")
 
 // sameFile returns errReplaced unless a and b are one file.
-func sameFile(a, b *os.File) error {
+func sameFile(a, b fsFile) error {
 	sa, err := a.Stat()
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func sameFile(a, b *os.File) error {
 }
 
 // readState reads the mark in f, the file of machine ID id.
-func readState(f *os.File, id int64) (state, error) {
+func readState(f fsFile, id int64) (state, error) {
 	b := make([]byte, fileSize+1) // one more, to tell a file too long
 	n, err := f.ReadAt(b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
