@@ -14,6 +14,8 @@ func (*store) lockFile(string) (fsFile, error) {
 	return nil, fmt.Errorf("machineid_file: no file locks on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
+func unlock(f fsFile) { _ = f.Close() }
+
 func (*store) prepareDir(string) error { return nil }
 
 func (*store) syncDir(string) error { return nil }

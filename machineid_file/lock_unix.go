@@ -26,13 +26,7 @@ func (s *store) lockFile(path string) (fsFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, nil
@@ -40,6 +34,26 @@ func (s *store) lockFile(path string) (fsFile, error) {
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// unlock frees the lock on f and closes it. Closing alone would leave the
+// ID locked while a child process forked meanwhile, by any goroutine, holds
+// a copy of the descriptor, until its exec closes it: a moment that a
+// loaded machine stretches to tens of milliseconds. The lock belongs to the
+// open file, which the copy shares, and LOCK_UN frees it for every copy.
+func unlock(f fsFile) {
+	_ = flock(f, syscall.LOCK_UN)
+	_ = f.Close()
+}
+
+// flock applies or removes a lock on f, again if a signal interrupts it.
+func flock(f fsFile, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }
 
 // prepareDir makes dir if it does not exist, durably, and refuses it if

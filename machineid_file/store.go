@@ -34,7 +34,7 @@ type store struct {
 type holding struct {
 	token string
 	id    int64
-	lock  fsFile    // the flock'ed file, open for reading; closing it frees the ID
+	lock  fsFile    // the flock'ed file, open for reading; unlock frees the ID
 	after time.Time // the mark inherited when it was taken
 	st    state     // what the file holds now, as last written
 }
@@ -94,10 +94,11 @@ func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 		if busy == "" {
 			return g, err
 		}
-		// Every ID busy. A lock this process gave up may live on for a
-		// moment in a child forked meanwhile (a copy of the descriptor
-		// until the child's exec closes it), so look again a few times
-		// before refusing: a real twin is refused within 63ms.
+		// Every ID busy. The lock of a process that crashed may live on
+		// for a moment in a child it forked (a copy of the descriptor
+		// until the child's exec closes it; a live holder frees its lock
+		// for every copy, see unlock), so look again a few times before
+		// refusing: a real twin is refused within 63ms.
 		if wait > busyWait || sleep(ctx, wait) != nil {
 			if lo == hi {
 				return machineid.Grant{}, fmt.Errorf("%w: machine ID %d is held by another live process (%s); its file is %s", machineid.ErrExhausted, lo, busy, s.path(lo))
@@ -164,7 +165,7 @@ func (s *store) adopt(f fsFile, id int64, c machineid.Claim) (machineid.Grant, e
 		err = tooFar(st.last.until, c.Until.Add(-c.TTL), path)
 	}
 	if err != nil {
-		_ = f.Close()
+		unlock(f)
 		return machineid.Grant{}, err
 	}
 	h := &holding{token: c.Token, id: id, lock: f, after: st.last.until, st: st}
@@ -175,7 +176,7 @@ func (s *store) adopt(f fsFile, id int64, c machineid.Claim) (machineid.Grant, e
 		err = s.syncDir(s.dir)
 	}
 	if err != nil {
-		_ = f.Close()
+		unlock(f)
 		return machineid.Grant{}, err
 	}
 	s.held = h
@@ -238,7 +239,7 @@ func (s *store) Release(ctx context.Context, c machineid.Claim, id int64, issued
 // free unlocks the held file, if any. The caller holds s.sem.
 func (s *store) free() {
 	if s.held != nil {
-		_ = s.held.lock.Close()
+		unlock(s.held.lock)
 		s.held = nil
 	}
 }
