@@ -1,6 +1,7 @@
 package machineid_file
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,12 @@ type store struct {
 	sem chan struct{}
 
 	held *holding // guarded by sem; nil when no ID is held
+
+	// mutant, none but in this package's tests, breaks the store on
+	// purpose (mutant.go); late is the mark a mutantLateMark store granted
+	// and has yet to write, guarded by sem.
+	mutant mutant
+	late   time.Time
 }
 
 // holding is a machine ID held by the store.
@@ -198,7 +205,11 @@ func (s *store) raise(h *holding, until time.Time) (machineid.Grant, error) {
 	if h.st.last.until.After(until) {
 		until = h.st.last.until
 	}
-	if err := s.write(h, until); err != nil {
+	mark := until
+	if s.mutant == mutantLateMark {
+		mark, s.late = cmp.Or(s.late, until), until
+	}
+	if err := s.write(h, mark); err != nil {
 		return machineid.Grant{}, err
 	}
 	return machineid.Grant{ID: h.id, After: h.after, Until: until}, nil

@@ -22,6 +22,9 @@ import (
 func (s *store) write(h *holding, until time.Time) error {
 	path := s.path(h.id)
 	rec, off := h.st.next(until, os.Getpid(), s.host)
+	if s.mutant == mutantOneSlot && h.st.slot >= 0 {
+		off = int64(h.st.slot) * slotOff1
+	}
 	f, err := s.disk.OpenFile(path, os.O_WRONLY, 0)
 	if err == nil {
 		defer f.Close() // after the fsync, which reports write errors
@@ -38,7 +41,7 @@ func (s *store) write(h *holding, until time.Time) error {
 	if err == nil {
 		_, err = f.WriteAt(buf, off)
 	}
-	if err == nil {
+	if err == nil && s.mutant != mutantNoSync {
 		err = f.Sync()
 	}
 	if err != nil {
