@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_file"
 )
@@ -57,6 +58,52 @@ func TestGenRestartBehind(t *testing.T) {
 	assert.Contains(t, stderr, "ahead of the clock", "fails with the mark ahead: %s", stderr)
 	assert.Contains(t, stderr, "--acquire-timeout", "names the flag that buys a longer wait: %s", stderr)
 	assert.Equal(t, 1, strings.Count(stderr, "\n"), "in one line: %q", stderr)
+}
+
+// TestGenRestartAfterKill SIGKILLs gen issuing on a fixed machine ID, with
+// the CLI's defaults, and takes the ID at once, as a restart would: the
+// mark it inherits covers every ID the killed process printed, and is at
+// most 500ms (the state file's default TTL) past the moment it died, so a
+// restart waits no longer than that for its clock to pass it. (How long a
+// restart takes, measured, is in docs/leases.md.)
+func TestGenRestartAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	first := exec.Command(bin, "gen", "-n", "1000000000000", "--machine-id", "13", "--state-dir", dir)
+	out, err := first.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, first.Start())
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	printed := bufio.NewReader(out)
+	_, err = printed.ReadString('\n') // it issues
+	require.NoError(t, err)
+	lines := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(printed); lines <- string(b) }()
+	time.Sleep(300 * time.Millisecond) // a renewal or two (every 167ms); the bound holds at any moment
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	died := time.Now()
+	var last time.Time
+	for _, line := range strings.Split(<-lines, "\n") {
+		if id, err := ringflake.ParseID(line); err == nil {
+			if at := ringflake.DefaultLayout().Decompose(id).Time; at.After(last) {
+				last = at
+			}
+		}
+	}
+	require.False(t, last.IsZero(), "the killed process printed IDs")
+
+	h, err := machineid_file.New(dir, machineid.WithRange(13, 13))
+	require.NoError(t, err)
+	defer h.Release(time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = h.MachineID(ctx)
+	require.NoError(t, err, "the killed process's ID is free at once")
+	mark := h.Lease().After
+	assert.False(t, mark.Before(last), "the mark %v covers the last ID printed, of %v", mark, last)
+	assert.LessOrEqual(t, mark.Sub(died), 500*time.Millisecond, "how far past the crash the mark is: what a restart waits at most")
 }
 
 // TestGenTwinRefused runs gen on a fixed machine ID that another holder
