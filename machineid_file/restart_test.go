@@ -36,7 +36,7 @@ func TestRestartAfterCrashWaitsAtMostTheTTL(t *testing.T) {
 		for range 300 { // 3s, at every 10ms
 			time.Sleep(10 * time.Millisecond)
 			synctest.Wait() // a renewal due now has written its mark
-			ahead := onDisk(t, dir, 0).Sub(time.Now())
+			ahead := time.Until(onDisk(t, dir, 0))
 			require.LessOrEqual(t, ahead, defaultTTL, "how far ahead of the clock the mark is")
 			require.Greater(t, ahead, defaultTTL/2, "how far ahead of the clock the mark is")
 		}
