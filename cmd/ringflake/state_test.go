@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,16 +69,8 @@ func TestGenRestartBehind(t *testing.T) {
 // restart takes, measured, is in docs/leases.md.)
 func TestGenRestartAfterKill(t *testing.T) {
 	t.Parallel()
-	bin := buildCLI(t)
 	dir := t.TempDir()
-	first := exec.Command(bin, "gen", "-n", "1000000000000", "--machine-id", "13", "--state-dir", dir)
-	out, err := first.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, first.Start())
-	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
-	printed := bufio.NewReader(out)
-	_, err = printed.ReadString('\n') // it issues
-	require.NoError(t, err)
+	first, printed := startStateGen(t, buildCLI(t), dir, 13)
 	lines := make(chan string, 1)
 	go func() { b, _ := io.ReadAll(printed); lines <- string(b) }()
 	time.Sleep(300 * time.Millisecond) // a renewal or two (every 167ms); the bound holds at any moment
@@ -104,6 +97,23 @@ func TestGenRestartAfterKill(t *testing.T) {
 	mark := h.Lease().After
 	assert.False(t, mark.Before(last), "the mark %v covers the last ID printed, of %v", mark, last)
 	assert.LessOrEqual(t, mark.Sub(died), 500*time.Millisecond, "how far past the crash the mark is: what a restart waits at most")
+}
+
+// startStateGen starts the CLI bin's gen on the fixed machine ID id with its
+// state file in dir, issuing until it is killed (at the end of the test at
+// the latest), and returns it once it has printed its first ID, with the
+// rest of its output to read.
+func startStateGen(t *testing.T, bin, dir string, id int) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(bin, "gen", "-n", "1000000000000", "--machine-id", strconv.Itoa(id), "--state-dir", dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	printed := bufio.NewReader(out)
+	_, err = printed.ReadString('\n') // it issues
+	require.NoError(t, err)
+	return cmd, printed
 }
 
 // TestGenTwinRefused runs gen on a fixed machine ID that another holder
@@ -157,19 +167,13 @@ func TestGenTwinProcesses(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	dir := t.TempDir()
-	first := exec.Command(bin, "gen", "-n", "1000000000", "--machine-id", "8", "--state-dir", dir)
-	out, err := first.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, first.Start())
-	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
-	_, err = bufio.NewReader(out).ReadString('\n') // it issues
-	require.NoError(t, err)
+	first, out := startStateGen(t, bin, dir, 8)
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 
 	var stdout, stderr bytes.Buffer
 	second := exec.Command(bin, "gen", "-n", "1000000", "--machine-id", "8", "--state-dir", dir)
 	second.Stdout, second.Stderr = &stdout, &stderr
-	err = second.Run()
+	err := second.Run()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the second exits non-zero")
 	assert.Equal(t, 1, exit.ExitCode())
