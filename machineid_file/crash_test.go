@@ -124,9 +124,9 @@ func live(t *testing.T, m mutant) ([]event, string) {
 	bound := func(token string, at time.Time, what string) {
 		may[token] = at
 		b := time.Time{}
-		for _, t := range may {
-			if t.After(b) {
-				b = t
+		for _, at := range may {
+			if at.After(b) {
+				b = at
 			}
 		}
 		rec.add(event{kind: evBound, at: b, what: what})
