@@ -212,10 +212,15 @@ func TestStateFileDatacenterSplit(t *testing.T) {
 	holder := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--datacenter-bits", "5", "--datacenter", "3", "--machine-id", "4", "--state-dir", dir)
 	require.NoError(t, holder.Start())
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	// The holder's mark in the file names the whole machine ID, and says
+	// the holder has locked it: it is written only then. The file alone
+	// exists a moment before the lock, and a gen started in that moment
+	// took the ID first (under a CPU hog, 3 runs in 60).
+	holds := fmt.Sprintf(" pid=%d ", holder.Process.Pid)
 	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(dir, "machine-100"))
-		return err == nil
-	}, 10*time.Second, 5*time.Millisecond, "the holder's file names the whole machine ID")
+		b, err := os.ReadFile(filepath.Join(dir, "machine-100"))
+		return err == nil && strings.Contains(string(b), holds)
+	}, 10*time.Second, 5*time.Millisecond, "the holder's mark is in machine-100's file")
 
 	code, stdout, stderr := invoke("gen", "-n", "1", "--machine-id", "100", "--state-dir", dir)
 	assert.Equal(t, 1, code, "the same machine ID without the split: stderr %q", stderr)
