@@ -171,6 +171,15 @@ func (s *store) adopt(f fsFile, id int64, c machineid.Claim) (machineid.Grant, e
 	if err == nil {
 		err = tooFar(st.last.until, c.Until.Add(-c.TTL), path)
 	}
+	if err == nil && st.slot >= 0 && s.mutant != mutantNoTakeSync {
+		// The mark read may be a release's, written without an fsync;
+		// the other slot, which the next write overwrites, may be the
+		// only durable copy of a mark as high. Make this one durable
+		// first.
+		if err = f.Sync(); err != nil {
+			err = fmt.Errorf("syncing the mark of machine ID %d in %s: %w", id, path, err)
+		}
+	}
 	if err != nil {
 		unlock(f)
 		return machineid.Grant{}, err
@@ -209,7 +218,7 @@ func (s *store) raise(h *holding, until time.Time) (machineid.Grant, error) {
 	if s.mutant == mutantLateMark {
 		mark, s.late = cmp.Or(s.late, until), until
 	}
-	if err := s.write(h, mark); err != nil {
+	if err := s.write(h, mark, true); err != nil {
 		return machineid.Grant{}, err
 	}
 	return machineid.Grant{ID: h.id, After: h.after, Until: until}, nil
@@ -230,15 +239,17 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machine
 	})
 }
 
-// Release lowers the mark to issued, if given, and unlocks the file. A
-// failure to lower the mark leaves it higher, which is safe: the next
-// holder waits a little longer.
+// Release lowers the mark to issued, if given, and unlocks the file. It
+// writes the lower mark without an fsync, which a stop need not wait for:
+// a power loss may take it, leaving the mark higher, which is safe (the
+// next holder waits a little longer), as is a failure to write it. The
+// next Take makes it durable before it writes (see adopt).
 func (s *store) Release(ctx context.Context, c machineid.Claim, id int64, issued time.Time) error {
 	_, err := do(ctx, s, fmt.Sprintf("releasing machine ID %d", id), func() (struct{}, error) {
 		h := s.held
 		if h != nil && h.token == c.Token && (id < 0 || h.id == id) {
 			if !issued.IsZero() && issued.Before(h.st.last.until) {
-				_ = s.write(h, issued)
+				_ = s.write(h, issued, false)
 			}
 			s.free()
 		}

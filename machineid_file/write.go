@@ -12,14 +12,14 @@ import (
 )
 
 // write records until as h's mark, in the slot that does not hold the
-// current one, and fsyncs the file: one fsync, off the generator's path.
-// It opens the file for the write alone, so that between writes nothing
+// current one, and, if durable, fsyncs the file: one fsync, off the
+// generator's path. It opens the file for the write alone, so that between writes nothing
 // holds it open for writing (a filesystem can then be remounted read-only
 // under a holder, which then loses its lease when the next renewal fails).
 // It returns an error wrapping machineid.ErrLeaseLost if the file at the
 // ID's path is no longer the one locked: removed or replaced, so another
 // process may lock a new one.
-func (s *store) write(h *holding, until time.Time) error {
+func (s *store) write(h *holding, until time.Time, durable bool) error {
 	path := s.path(h.id)
 	rec, off := h.st.next(until, os.Getpid(), s.host)
 	if s.mutant == mutantOneSlot && h.st.slot >= 0 {
@@ -41,7 +41,7 @@ func (s *store) write(h *holding, until time.Time) error {
 	if err == nil {
 		_, err = f.WriteAt(buf, off)
 	}
-	if err == nil && s.mutant != mutantNoSync {
+	if err == nil && durable && s.mutant != mutantNoSync {
 		err = f.Sync()
 	}
 	if err != nil {
