@@ -14,6 +14,7 @@
 //	                                     WHERE id >= lo AND id < hi
 //	ringflake simulate [--rollback D]    replay a clock step-back against ringflake and a strict Snowflake
 //	ringflake simulate --svg FILE        the same, and draw it as an SVG chart in FILE
+//	ringflake simulate --mod 16,1024     count id % N of each one's IDs (--rate 500/s: low traffic)
 //
 // Exit status: 0 on success, and for serve after a SIGTERM or SIGINT that
 // stopped it cleanly; 2 for bad input, with a one-line reason on stderr; 1
@@ -127,10 +128,11 @@ commands:
                                 without TO, the IDs of FROM's millisecond. FROM and TO
                                 are RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
-      [--max-wait D] [--svg FILE]
+      [--max-wait D] [--mod N,...] [--svg FILE]
                                 step a clock back and compare ringflake with a
                                 strict Snowflake under the same load, and draw
-                                the run as an SVG chart in FILE
+                                the run as an SVG chart in FILE; with --mod,
+                                count and draw id % N of the IDs each served
 
 Run "ringflake <command> -h" for a command's flags.`
 

@@ -94,7 +94,8 @@ var spreadLabels = [...]string{
 // writeSpread writes res as an SVG chart of id % n for each n of c.Mods:
 // a row per lane, a panel per modulus, bars of the count of each residue
 // up to 64 residues, and a grid of cells shaded by count above that. Each
-// residue's count is in a data-count attribute and a <title>.
+// residue's count is in a data-count attribute (a cell's residue is left
+// out when it holds no ID), and a bar's in a <title> too.
 func writeSpread(w io.Writer, c Config, res []laneResult) error {
 	bw := bufio.NewWriter(w)
 	cols := len(c.Mods)
@@ -157,17 +158,20 @@ func (ch chart) residuePanel(i int, r laneResult, k, n int, x0, y0, w float64) {
 		return
 	}
 	// A grid of cells, as square as the panel allows, each shaded by its
-	// count against an even spread: empty white, twice the even share or
-	// more full colour.
+	// count against an even spread: twice the even share or more is full
+	// colour; a residue without IDs has no cell, and shows white.
 	side := int(math.Ceil(math.Sqrt(float64(n))))
 	cell := math.Min(w, spreadPanelH) / float64(side)
+	fmt.Fprintf(ch.w, "<g fill=\"%s\">\n", color)
 	for v, c := range counts {
+		if c == 0 {
+			continue
+		}
 		x, y := x0+float64(v%side)*cell, y0+float64(v/side)*cell
-		opacity := math.Min(float64(c)/(2*even), 1)
-		fmt.Fprintf(ch.w, "<rect data-residue=\"%d\" data-count=\"%d\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"%.3f\"><title>id %% %d = %d: %d IDs</title></rect>\n",
-			v, c, x, y, cell, cell, color, opacity, n, v, c)
+		fmt.Fprintf(ch.w, "<rect data-residue=\"%d\" data-count=\"%d\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill-opacity=\"%.2f\"/>\n",
+			v, c, x, y, cell, cell, math.Min(float64(c)/(2*even), 1))
 	}
-	fmt.Fprintln(ch.w, "</g>")
+	fmt.Fprintln(ch.w, "</g></g>")
 	fmt.Fprintf(ch.w, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"%s\"/>\n", x0, y0, float64(side)*cell, float64(side)*cell, colorMuted)
 	gx := x0 + float64(side)*cell + 14
 	ch.text(gx, y0+14, `fill="`+colorMuted+`"`, fmt.Sprintf("a cell per residue, %d a row:", side))
