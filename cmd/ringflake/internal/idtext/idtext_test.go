@@ -138,3 +138,41 @@ func TestParseNamedForm(t *testing.T) {
 	}
 	assert.False(t, Known("hex"))
 }
+
+// FuzzParse checks the promise for any input: auto answers an ID only when
+// one form reads the input as that ID and no form reads it as another,
+// and otherwise refuses; an ambiguous refusal lists exactly the forms that
+// read different IDs.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"0123456789012", "383078035417174017", "0AM7QE674Q401", "taKjQTiGEC", "1", "0", "23456789", "", "-5", "0000000000000"} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, narrow bool) {
+		l := ringflake.DefaultLayout()
+		if narrow {
+			l = ringflake.JSLayout()
+		}
+		r := Reader{Layout: l}
+		readings := map[ringflake.ID][]string{}
+		for _, form := range []string{"decimal", "base32", "base58"} {
+			if id, err := r.Parse(s, form); err == nil {
+				readings[id] = append(readings[id], form)
+			}
+		}
+		id, err := r.Parse(s, "auto")
+		var amb *AmbiguousError
+		switch {
+		case len(readings) == 1 && err == nil:
+			if _, ok := readings[id]; !ok {
+				t.Fatalf("Parse(%q) = %d, which no form reads; readings %v", s, id, readings)
+			}
+		case len(readings) > 1 && errors.As(err, &amb):
+			if len(amb.Readings) != len(readings) {
+				t.Fatalf("Parse(%q) lists %v; want the %d readings %v", s, amb.Readings, len(readings), readings)
+			}
+		case len(readings) == 0 && err != nil && !errors.As(err, &amb):
+		default:
+			t.Fatalf("Parse(%q) = %d, %v; the forms read %v", s, id, err, readings)
+		}
+	})
+}
