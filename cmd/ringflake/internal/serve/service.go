@@ -153,14 +153,14 @@ type issuer interface {
 	NextN(dst []ringflake.ID) (int, error)
 }
 
-// readiness stands in for a generator on HEAD: it answers as the
-// generator would now, by Generator.Ready, and issues nothing. Its IDs are
-// zeros, which the handlers do not write for HEAD.
-type readiness struct{ g *ringflake.Generator }
+// dryRun stands in for a generator on HEAD: it answers as the generator
+// would now, by Generator.Ready, and issues nothing. Its IDs are zeros,
+// which the handlers do not write for HEAD.
+type dryRun struct{ g *ringflake.Generator }
 
-func (r readiness) NextID() (ringflake.ID, error) { return 0, r.g.Ready() }
+func (r dryRun) NextID() (ringflake.ID, error) { return 0, r.g.Ready() }
 
-func (r readiness) NextN(dst []ringflake.ID) (int, error) {
+func (r dryRun) NextN(dst []ringflake.ID) (int, error) {
 	if err := r.g.Ready(); err != nil {
 		return 0, err
 	}
@@ -170,7 +170,7 @@ func (r readiness) NextN(dst []ringflake.ID) (int, error) {
 // issuing passes a request on to h, which issues IDs, once the service has
 // a generator, and answers 503 with the reason until then: with a
 // Retry-After of the wait Config.Starting gives, or 1. HEAD goes to h with
-// a readiness in place of the generator.
+// a dryRun in place of the generator.
 func (s *Service) issuing(h func(issuer, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		g := s.gen.Load()
@@ -180,7 +180,7 @@ func (s *Service) issuing(h func(issuer, http.ResponseWriter, *http.Request)) ht
 			w.Header().Set("Retry-After", seconds(wait))
 			replyError(w, http.StatusServiceUnavailable, "not ready: "+reason)
 		case r.Method == http.MethodHead:
-			h(readiness{g}, w, r)
+			h(dryRun{g}, w, r)
 		default:
 			h(g, w, r)
 		}
@@ -351,8 +351,8 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	replyJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// ready is /readyz's answer.
-type ready struct {
+// readiness is /readyz's answer.
+type readiness struct {
 	Ready   bool   `json:"ready"`
 	Machine int64  `json:"machine"`
 	Reason  string `json:"reason,omitempty"`
@@ -366,16 +366,16 @@ func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
 	if g == nil {
 		reason, wait := s.starting()
 		w.Header().Set("Retry-After", seconds(wait))
-		replyJSON(w, http.StatusServiceUnavailable, ready{Machine: -1, Reason: reason})
+		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: -1, Reason: reason})
 		return
 	}
 	machine := g.Lease().ID
 	if err := g.Ready(); err != nil {
 		retryAfter(w, err)
-		replyJSON(w, http.StatusServiceUnavailable, ready{Machine: machine, Reason: err.Error()})
+		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: machine, Reason: err.Error()})
 		return
 	}
-	replyJSON(w, http.StatusOK, ready{Ready: true, Machine: machine})
+	replyJSON(w, http.StatusOK, readiness{Ready: true, Machine: machine})
 }
 
 // issueError answers a failure to issue: 503 with the error's text, and a
