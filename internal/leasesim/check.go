@@ -54,6 +54,7 @@ type checker struct {
 	w *world
 
 	mu      sync.Mutex // protects the fields below
+	print   uint64     // a fingerprint of the IDs in the order they were recorded
 	ids     map[ringflake.ID]*incarnation
 	byID    map[int64][]*holding // every holding of each machine ID, oldest first
 	incs    []*incarnation
@@ -218,6 +219,7 @@ func (k *checker) issued(inc *incarnation, ids []ringflake.ID) {
 			return
 		}
 		k.ids[id] = inc
+		k.print = (k.print ^ uint64(id)) * 1099511628211 // FNV-1a's step, a word at a time
 		k.place(inc, id)
 	}
 }

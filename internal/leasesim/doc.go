@@ -43,8 +43,11 @@ type Result struct {
 	Failure *Failure
 	// Params describes the world.
 	Params string
-	// IDs is how many IDs the world's generators issued.
-	IDs int
+	// IDs is how many IDs the world's generators issued, and Print a
+	// fingerprint of them in the order they were issued: two runs of a
+	// seed that went the same way have the same.
+	IDs   int
+	Print uint64
 	// Log writes the latest events (all of them, verbose).
 	Log func(io.Writer)
 }
@@ -56,9 +59,9 @@ func Run(seed uint64, name string, verbose bool) Result {
 	w := newWorld(seed, name, verbose)
 	f := w.run()
 	w.chk.mu.Lock()
-	n := len(w.chk.ids)
+	n, print := len(w.chk.ids), w.chk.print
 	w.chk.mu.Unlock()
-	return Result{Failure: f, Params: w.p.String(), IDs: n, Log: w.log.write}
+	return Result{Failure: f, Params: w.p.String(), IDs: n, Print: print, Log: w.log.write}
 }
 
 // Switch switches the mutant name on for the process, "" for none, and

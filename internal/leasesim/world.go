@@ -169,6 +169,14 @@ func (w *world) tickOf(t time.Time) int64 {
 	return int64(d / tick)
 }
 
+// ticks describes the ticks and machine ID of ids, for the log.
+func (w *world) ticks(ids []ringflake.ID) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": ticks %d..%d, machine ID %d", w.ticksOf(ids[0]), w.ticksOf(ids[len(ids)-1]), w.machineOf(ids[0]))
+}
+
 // ticksOf and machineOf decode an ID of the world's layout.
 func (w *world) ticksOf(id ringflake.ID) int64 { return int64(id) >> 7 }
 func (w *world) machineOf(id ringflake.ID) int64 {
@@ -363,8 +371,8 @@ func (inc *incarnation) issue(r *rand.Rand) {
 			w.chk.bound(inc, fmt.Sprintf("NextN(%d)", want), took, w.p.wait)
 		}
 		w.chk.issued(inc, buf[:n])
-		if w.log.verbose && n > 0 {
-			w.log.add(p.name(), "%s issued %d: ticks %d..%d, machine ID %d", inc, n, w.ticksOf(buf[0]), w.ticksOf(buf[n-1]), w.machineOf(buf[0]))
+		if w.log.verbose {
+			w.log.add(p.name(), "%s: %d of %d IDs since %.6fs%s, err=%v", inc, n, want, began.Sub(w.start).Seconds(), w.ticks(buf[:n]), err)
 		}
 		if err != nil {
 			w.chk.callError(inc, err)
