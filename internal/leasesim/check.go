@@ -23,8 +23,6 @@ const (
 	invBound     = "bound"         // a call waited past its bound
 	invLive      = "released-live" // a generator's call saw its lease released: the lease went before the generator stopped
 	invTyped     = "typed"         // a call failed with an error that is not the package's
-	invPanic     = "panic"         // something panicked
-	invStuck     = "stuck"         // the world did not wind down
 )
 
 // slack is what a bound allows past itself, in virtual time, where timers
@@ -41,7 +39,7 @@ type holding struct {
 	after time.Time // the mark it inherited, as the Holder was told
 	until time.Time // the latest mark the store recorded for it
 	epoch int       // the store's epoch when it last wrote it
-	freed bool      // a release brought the mark down to freedTo
+	freed bool      // a release may have brought the mark down, to free
 	free  time.Time
 	first int64 // the ticks it issued, or -1
 	last  int64
@@ -77,7 +75,8 @@ func newChecker(w *world) *checker {
 	return &checker{w: w, ids: map[ringflake.ID]*incarnation{}, byID: map[int64][]*holding{}}
 }
 
-// fail records the first failure and stops the world. The caller holds mu.
+// failLocked records the first failure and stops the world. The caller
+// holds mu.
 func (k *checker) failLocked(inv, format string, a ...any) {
 	if k.failure != nil {
 		return

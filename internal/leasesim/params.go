@@ -59,7 +59,7 @@ type params struct {
 	steps    bool          // clocks step back and forth
 	pauses   bool          // processes pause
 	restarts time.Duration // mean time between store restarts; 0 for none
-	cuts     time.Duration // mean time between a process's partitions; 0 for none
+	cuts     bool          // hosts are cut off from the store now and then
 	slow     float64       // chance that a store call is slow
 	lossy    float64       // chance of each loss of a call
 	stuck    float64       // chance that a call ignores its context
@@ -121,9 +121,7 @@ func draw(seed uint64) params {
 	if r.IntN(2) == 0 {
 		p.restarts = between(r, 3*time.Second, 10*time.Second)
 	}
-	if r.IntN(2) == 0 {
-		p.cuts = between(r, 3*time.Second, 12*time.Second)
-	}
+	p.cuts = r.IntN(2) == 0
 	p.slow = []float64{0.01, 0.05, 0.2}[r.IntN(3)]
 	p.lossy = []float64{0, 0.02, 0.08}[r.IntN(3)]
 	p.stuck = []float64{0, 0.01, 0.05}[r.IntN(3)]

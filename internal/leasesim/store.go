@@ -260,14 +260,15 @@ func (s *server) clockAhead(now time.Time, c machineid.Claim) error {
 }
 
 // restartUp returns, for a store that forgets, how long it has been up
-// while that is under TTL + skew, as machineid_redis reads it (whole
-// seconds of uptime, less one, since they may read a second high), or -1
-// when no restart floor applies.
+// while that is under TTL + skew, as machineid_redis reads it, or -1 when
+// no restart floor applies. Redis's uptime_in_seconds is the difference of
+// two whole seconds of its clock, which may read a second high, and the
+// script takes a second off.
 func (s *server) restartUp(ttl time.Duration) time.Duration {
 	if !s.k.forgets {
 		return -1
 	}
-	up := max((s.clock()-s.restarted)/time.Second-1, 0) * time.Second
+	up := max(s.clock()/time.Second-s.restarted/time.Second-1, 0) * time.Second
 	if up >= ttl+s.w.p.skew {
 		return -1
 	}

@@ -29,7 +29,6 @@ type world struct {
 
 	start time.Time // the bubble's time when the world began
 	base  time.Time // the true wall time then, on the store's clock
-	end   time.Time
 
 	log *eventLog
 	srv *server
@@ -54,7 +53,6 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{})}
 	w.start = time.Now()
 	w.base = w.start.Round(0)
-	w.end = w.start.Add(w.p.duration)
 	w.p.layout.Epoch = w.base.Add(-time.Hour)
 	w.log = &eventLog{start: w.start, verbose: verbose}
 	w.srv = newServer(w)
@@ -398,7 +396,7 @@ func (p *proc) drive() {
 			p.clk.pause.Store(int64(between(r, w.p.ttl, 2*w.p.ttl)))
 		})
 	}
-	if w.p.cuts > 0 {
+	if w.p.cuts {
 		faults = append(faults, func() {
 			d := between(r, w.p.ttl*3/10, 2*w.p.ttl)
 			p.cut.Store(time.Now().Add(d).UnixNano())
