@@ -202,12 +202,16 @@ func (h *Holder) lapsed(id int64, cause error) error {
 // no longer be proven, since the store may let it go from then on (less
 // the margin), so watchers must stop issuing.
 func (h *Holder) expire() {
+	var wall time.Time
+	if mutant.On(mutant.WallExpiry) {
+		wall = h.now()
+	}
 	h.mu.Lock()
 	changed := false
 	if h.lease.Held {
 		left := time.Until(h.deadline)
 		if mutant.On(mutant.WallExpiry) {
-			left = h.lease.Until.Add(-h.cfg.margin).Sub(h.now())
+			left = h.lease.Until.Add(-h.cfg.margin).Sub(wall)
 		}
 		if left > 0 {
 			h.expiry.Reset(left)
