@@ -22,7 +22,7 @@ const clockOff = 30 * time.Second
 // whose clock is 30s ahead, then one 30s behind, is refused at once with
 // an error wrapping machineid.ErrClockOffset that names the reference and
 // says which way the clock is off; then a newcomer on the true clock takes
-// the same ID without waiting, as no refused one wrote a mark, and issues,
+// the same ID with no mark of theirs to wait out, and issues,
 // with its offset measured against the reference.
 func testClock(t *testing.T, h Harness) {
 	led := newLedger(t, h)
@@ -63,12 +63,13 @@ func testClock(t *testing.T, h Harness) {
 	right := led.newHolder(clockID, clockID)
 	start := time.Now()
 	if err := right.startGeneratorAt(0); err != nil {
-		t.Fatalf("holder %d on the true clock, after the refused ones: %v; want it to issue", right.n, err)
+		t.Fatalf("holder %d on the true clock, after the refused ones: %v; want it to issue, with no mark left to wait out", right.n, err)
 	}
-	l := right.lease()
-	if took := time.Since(start); took > 2*h.TTL || l.After.After(start.Add(h.TTL)) {
-		t.Errorf("holder %d took ID %d in %v, with After %s; want it without waiting: a refused clock must write no mark",
-			right.n, clockID, took.Round(time.Millisecond), stamp(l.After))
+	// A mark left 30s ahead would make New fail at once with ErrMarkAhead;
+	// a store's restart floor may make it wait a little.
+	if l := right.lease(); l.After.After(start.Add(clockOff / 2)) {
+		t.Errorf("holder %d took ID %d with After %s, %v ahead; want no mark from the refused clocks",
+			right.n, clockID, stamp(l.After), l.After.Sub(start).Round(time.Millisecond))
 	}
 	if !right.gen.waitCount(1, h.TTL) {
 		t.Errorf("holder %d's generator issued nothing in %v: %v", right.n, h.TTL, right.gen)
