@@ -113,7 +113,7 @@ type choice struct {
 
 // pick chooses the ID to claim: one the token holds already (the trace of
 // a Take whose answer was lost); else the lowest free one whose mark is
-// before the holder's clock (c.Until − c.TTL), so that it can issue at
+// before the holder's clock (c.Now), so that it can issue at
 // once, an ID without a Lease among them; else the free one with the
 // earliest mark. A free ID whose mark does not parse is refused.
 func (s *store) pick(c machineid.Claim, slots map[int64]*slot) choice {
@@ -122,7 +122,7 @@ func (s *store) pick(c machineid.Claim, slots map[int64]*slot) choice {
 			return choice{slot: sl, err: sl.bad}
 		}
 	}
-	clock := c.Until.Add(-c.TTL)
+	clock := c.Now
 	var best *slot
 	var bad error
 	held, wait := 0, time.Duration(0)
