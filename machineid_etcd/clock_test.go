@@ -114,4 +114,3 @@ func TestExhaustedSaysWhoHolds(t *testing.T) {
 	assert.ErrorContains(t, err, `machine IDs 0..1 held (2 owner keys under "ringflake/machineid/owner/", each a random holder's token); the first frees in at most `)
 	assert.ErrorContains(t, err, "; waited ")
 }
-
