@@ -82,4 +82,3 @@ func testExhaustedSaysWho(t *testing.T, s *k8stest.Server, ns string) {
 	assert.ErrorContains(t, err, "machine IDs 0..1 held by pod-a, pod-b (Leases ringflake-machine-* in the namespace "+ns+", seen renewed within their duration plus the margin); the first may be taken over in at most ")
 	assert.ErrorContains(t, err, "; waited ")
 }
-
