@@ -142,8 +142,8 @@ func (s *store) exhausted(ctx context.Context, c machineid.Claim, owners []*mvcc
 			held = append(held, kv)
 		}
 	}
-	err := fmt.Errorf("%w: machine IDs %d..%d held (%d owner keys under %q, each a random holder's token)",
-		machineid.ErrExhausted, c.Lo, c.Hi, len(held), s.prefix+"owner/")
+	err := fmt.Errorf("%w: machine IDs %d..%d held, each by an owner key under %q (holders are random tokens)",
+		machineid.ErrExhausted, c.Lo, c.Hi, s.prefix+"owner/")
 	left, asked, ok := s.firstFree(ctx, held)
 	switch {
 	case ok && asked < len(held):

@@ -111,6 +111,6 @@ func TestExhaustedSaysWhoHolds(t *testing.T) {
 	defer cancel()
 	_, err := newHolder(t, newClient(t, e.Endpoints()), machineid.WithRange(0, 1)).MachineID(ctx)
 	require.ErrorIs(t, err, machineid.ErrExhausted)
-	assert.ErrorContains(t, err, `machine IDs 0..1 held (2 owner keys under "ringflake/machineid/owner/", each a random holder's token); the first frees in at most `)
+	assert.ErrorContains(t, err, `machine IDs 0..1 held, each by an owner key under "ringflake/machineid/owner/" (holders are random tokens); the first frees in at most `)
 	assert.ErrorContains(t, err, "; waited ")
 }

@@ -85,6 +85,6 @@ func TestExhaustedSaysWhoHolds(t *testing.T) {
 	defer cancel()
 	_, err := newLeaser(t, pool, machineid.WithRange(0, 1)).MachineID(ctx)
 	require.ErrorIs(t, err, machineid.ErrExhausted)
-	assert.ErrorContains(t, err, "machine IDs 0..1 of ringflake_machine_ids held by 2 unexpired owners (random tokens); the first frees in at most ")
+	assert.ErrorContains(t, err, "machine IDs 0..1 of ringflake_machine_ids held, each by an unexpired owner (holders are random tokens); the first frees in at most ")
 	assert.ErrorContains(t, err, "by the database's clock; waited ")
 }

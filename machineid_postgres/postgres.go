@@ -134,18 +134,15 @@ func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 	return g, err
 }
 
-// exhausted is Take's error when every row of c's range is held: how many,
-// and when the first frees by the database's clock.
+// exhausted is Take's error when every row of c's range is held, saying
+// when the first frees by the database's clock.
 func (s *store) exhausted(ctx context.Context, c machineid.Claim) error {
-	var (
-		held int64
-		left *float64 // seconds
-	)
-	if err := s.db.QueryRow(ctx, s.sql.held, c.Lo, c.Hi).Scan(&held, &left); err != nil || left == nil {
-		return fmt.Errorf("%w: every ID in %d..%d of %s is held", machineid.ErrExhausted, c.Lo, c.Hi, s.table)
+	err := fmt.Errorf("%w: machine IDs %d..%d of %s held, each by an unexpired owner (holders are random tokens)", machineid.ErrExhausted, c.Lo, c.Hi, s.table)
+	var left *float64 // seconds
+	if s.db.QueryRow(ctx, s.sql.held, c.Lo, c.Hi).Scan(&left) != nil || left == nil {
+		return err
 	}
-	return fmt.Errorf("%w: machine IDs %d..%d of %s held by %d unexpired owners (random tokens); the first frees in at most %v, by the database's clock",
-		machineid.ErrExhausted, c.Lo, c.Hi, s.table, held, time.Duration(*left*float64(time.Second)).Round(time.Millisecond))
+	return fmt.Errorf("%w; the first frees in at most %v, by the database's clock", err, time.Duration(*left*float64(time.Second)).Round(time.Millisecond))
 }
 
 // proposed is the mark a Claim proposes, as a statement's argument: NULL

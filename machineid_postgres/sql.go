@@ -117,10 +117,10 @@ RETURNING mark, clock_timestamp()`),
               ELSE LEAST(mark, GREATEST($2::timestamptz, inherited)) END
 WHERE owner = $1`),
 
-		// held counts the rows of lo..hi that an unexpired owner holds, and
-		// says in how many seconds the first of them expires.
+		// held says in how many seconds the first of the rows of lo..hi
+		// that an unexpired owner holds expires.
 		//	$1 lo, $2 hi
-		held: r.Replace(`SELECT count(*), EXTRACT(EPOCH FROM min(expires_at) - statement_timestamp())::float8
+		held: r.Replace(`SELECT EXTRACT(EPOCH FROM min(expires_at) - statement_timestamp())::float8
 FROM $table
 WHERE id BETWEEN $1::bigint AND $2::bigint AND owner IS NOT NULL AND expires_at >= statement_timestamp()`),
 	}

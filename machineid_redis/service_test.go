@@ -126,7 +126,7 @@ func TestExhaustedRangeSaysWhy(t *testing.T) {
 	defer cancel()
 	_, err := leased(t, c, machineid.WithRange(5, 7)).MachineID(ctx)
 	require.ErrorIs(t, err, machineid.ErrExhausted)
-	assert.Contains(t, err.Error(), `machine IDs 5..7 held (3 leases under the prefix "{ringflake}:", each a random holder's token); the first frees in at most `)
+	assert.Contains(t, err.Error(), `machine IDs 5..7 held, each by a lease under the prefix "{ringflake}:" (holders are random tokens); the first frees in at most `)
 	assert.Contains(t, err.Error(), "; waited ")
 }
 

@@ -203,8 +203,8 @@ func (s *store) refused(res []int64, c machineid.Claim) error {
 	case code >= 0 && len(res) == 4:
 		return nil
 	case code == -1 && !s.hostMode:
-		return fmt.Errorf("%w: machine IDs %s held (%d leases under the prefix %q, each a random holder's token); the first frees in at most %v",
-			machineid.ErrExhausted, rng, arg(1), s.prefix, time.Duration(arg(2))*time.Millisecond)
+		return fmt.Errorf("%w: machine IDs %s held, each by a lease under the prefix %q (holders are random tokens); the first frees in at most %v",
+			machineid.ErrExhausted, rng, s.prefix, time.Duration(arg(2))*time.Millisecond)
 	case code == -1:
 		return fmt.Errorf("%w: %sMAX_ID = %d, the end of %s, and host %q has no mapping; host mode never recycles IDs, lease mode does",
 			machineid.ErrExhausted, s.prefix, arg(1), rng, s.host)

@@ -30,7 +30,7 @@ type sourceFlags struct {
 func (f *sourceFlags) register(fs *flag.FlagSet) {
 	f.cmd = fs.Name()
 	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023 (with --datacenter-bits, the worker within --datacenter); every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
-	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (0, the default: 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
+	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (0, the default: 30s; at least the lease TTL plus --max-clock-offset to ride out a Redis restart)")
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed (0, the default: 100ms; negative: never wait)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")

@@ -56,6 +56,8 @@ func (st *startup) reason() string {
 	}
 	l := st.lease.Load()
 	switch {
+	case l != nil && l.ID < 0 && l.Err != nil: // waiting for an ID of a full range to free, say
+		return fmt.Sprintf("acquiring the machine ID from %s: %v", from, l.Err)
 	case l == nil || l.ID < 0:
 		return "acquiring the machine ID from " + from
 	case !l.Held && l.Err != nil:

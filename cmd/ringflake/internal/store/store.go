@@ -16,8 +16,17 @@ import (
 // Config is what a store gets besides its URL. The generator hands the
 // Holder its clock.
 type Config struct {
-	Lo, Hi            int64         // the machine IDs it may hand out; Hi < 0 means the store's default
-	TTL, Margin, Skew time.Duration // 0 means the store's default
+	Lo, Hi                 int64         // the machine IDs it may hand out; Hi < 0 means the store's default
+	TTL, Margin, MaxOffset time.Duration // 0 means the store's default; a negative MaxOffset turns the clock check off
+}
+
+// common are the options of package machineid that c sets, for every store.
+func (c Config) common() []machineid.Option {
+	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin), machineid.WithMaxClockOffset(c.MaxOffset)}
+	if c.Hi >= 0 {
+		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
+	}
+	return opts
 }
 
 // An opener makes the Leaser of one store from its URL.
