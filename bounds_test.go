@@ -22,6 +22,8 @@ func TestBoundsAreExact(t *testing.T) {
 		"default":         ringflake.DefaultLayout(),
 		"sonyflake, 10ms": {TimeBits: 39, MachineBits: 16, SequenceBits: 8, Tick: 10 * time.Millisecond},
 		"twitter split":   tw,
+		"javascript":      ringflake.JSLayout(),
+		"53 bits, 10ms":   {TimeBits: 39, MachineBits: 6, SequenceBits: 8, Tick: 10 * time.Millisecond},
 	}
 	for name, l := range layouts {
 		t.Run(name, func(t *testing.T) {

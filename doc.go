@@ -14,6 +14,10 @@
 //	|      | 00:00:00 UTC (to 2093)       | machine ID   | sequence     |
 //	+------+-----------------------------+--------------+--------------+
 //
+// A [Layout] may use fewer than 63 bits: [JSLayout]'s 53 (41 of time, 6 of
+// machine, 6 of sequence) keep every ID exact as a JavaScript Number, and
+// [NumberID] sends such IDs as JSON numbers.
+//
 // # Uniqueness
 //
 // A [Generator] keeps a ring of N atomic slots ([WithRingSize]). The slot of

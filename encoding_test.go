@@ -20,7 +20,7 @@ import (
 // one digit, powers of the bases and their neighbours, and the largest ID.
 var edgeIDs = []ringflake.ID{
 	0, 1, 9, 10, 31, 32, 57, 58, 1023, 1024, 3363, 3364,
-	1<<40 - 1, 1 << 40, 383078035417174017, 1<<62 - 1, 1 << 62, math.MaxInt64 - 1, math.MaxInt64,
+	1<<40 - 1, 1 << 40, 1<<53 - 1, 1 << 53, 383078035417174017, 1<<62 - 1, 1 << 62, math.MaxInt64 - 1, math.MaxInt64,
 }
 
 // encodings are the three text forms, for tests that hold for each.
@@ -67,6 +67,8 @@ func TestEncodingsKnownValues(t *testing.T) {
 		{57, "000000000001S", "z"},
 		{58, "000000000001T", "21"},
 		{383078035417174017, "0AM7QE674Q401", "taKjQTiGEC"},
+		{1<<53 - 1, "007ZZZZZZZZZZ", "2DLNrMSKug"}, // JSLayout's largest: 13 characters still, and 10
+		{1 << 53, "0080000000000", "2DLNrMSKuh"},
 		{math.MaxInt64, "7ZZZZZZZZZZZZ", "NQm6nKp8qFC"},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package ringflake_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,6 +80,39 @@ func ExampleDefaultLayout() {
 	// Output:
 	// 41 10 12 1ms
 	// 2024-01-01T00:00:00Z 2093-09-06T15:47:35Z
+}
+
+func ExampleJSLayout() {
+	l := ringflake.JSLayout()
+	fmt.Println(l.TimeBits, l.MachineBits, l.SequenceBits, l.Tick, l.MaxMachine())
+	fmt.Println(l.End().Format(time.RFC3339))
+	id, _ := l.Compose(ringflake.Parts{Time: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), Machine: 7, Sequence: 1})
+	fmt.Println(id, id < 1<<53)
+	// Output:
+	// 41 6 6 1ms 63
+	// 2093-09-06T15:47:35Z
+	// 373889433600449 true
+}
+
+func ExampleNumberID() {
+	noon := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineID(7), ringflake.WithLayout(ringflake.JSLayout()),
+		ringflake.WithClock(func() time.Time { return noon }))
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+	id, _ := g.NextID()
+	b, _ := json.Marshal(struct {
+		ID ringflake.NumberID `json:"id"`
+	}{ringflake.NumberID(id)})
+	fmt.Println(string(b)) // a number below 2^53: exact in JavaScript
+
+	_, err = json.Marshal(ringflake.NumberID(382862780006428673)) // an ID of DefaultLayout
+	fmt.Println(errors.Is(err, ringflake.ErrRange))
+	// Output:
+	// {"id":373889433600460}
+	// true
 }
 
 func ExampleLayout_Decompose() {

@@ -129,19 +129,22 @@ func slicesGoBack(ts []time.Time) bool {
 }
 
 // FuzzLayoutRoundTrip checks that Compose and Decompose are inverses for
-// every valid layout and in-range parts, that Compose refuses out-of-range
-// parts, and that nothing panics on invalid layouts.
+// every valid layout, of 63 bits or fewer (unused bits at the top), and
+// in-range parts, that every ID fits the layout's bits, that Compose
+// refuses out-of-range parts, and that nothing panics on invalid layouts.
 func FuzzLayoutRoundTrip(f *testing.F) {
-	f.Add(uint8(41), uint8(10), int64(91332060678), int64(7), int64(2202), int64(1704067200), int64(time.Millisecond))
-	f.Add(uint8(1), uint8(0), int64(1), int64(0), int64(1<<61), int64(0), int64(1))
-	f.Add(uint8(61), uint8(1), int64(1<<61-1), int64(1), int64(1), int64(-1<<33), int64(time.Hour))
-	f.Add(uint8(0), uint8(0), int64(-1), int64(-1), int64(-1), int64(0), int64(0))
-	f.Fuzz(func(t *testing.T, timeBits, machineBits uint8, ticks, machine, seq, epochSec, tickNs int64) {
+	f.Add(uint8(41), uint8(10), int64(91332060678), int64(7), int64(2202), int64(1704067200), int64(time.Millisecond), uint8(0))
+	f.Add(uint8(41), uint8(6), int64(1<<41-1), int64(63), int64(63), int64(1704067200), int64(time.Millisecond), uint8(10))
+	f.Add(uint8(1), uint8(0), int64(1), int64(0), int64(1<<61), int64(0), int64(1), uint8(0))
+	f.Add(uint8(1), uint8(0), int64(1), int64(0), int64(1), int64(0), int64(1), uint8(61))
+	f.Add(uint8(61), uint8(1), int64(1<<61-1), int64(1), int64(1), int64(-1<<33), int64(time.Hour), uint8(0))
+	f.Add(uint8(0), uint8(0), int64(-1), int64(-1), int64(-1), int64(0), int64(0), uint8(0))
+	f.Fuzz(func(t *testing.T, timeBits, machineBits uint8, ticks, machine, seq, epochSec, tickNs int64, unused uint8) {
 		l := ringflake.Layout{
 			TimeBits: int(timeBits % 64), MachineBits: int(machineBits % 64),
 			Epoch: time.Unix(epochSec%(1<<34), 0).UTC(), Tick: time.Duration(tickNs),
 		}
-		l.SequenceBits = 63 - l.TimeBits - l.MachineBits
+		l.SequenceBits = 63 - l.TimeBits - l.MachineBits - int(unused%64)
 		valid := ringflake.LayoutValidate(l) == nil
 		id, err := l.Compose(ringflake.Parts{Ticks: ticks, Machine: machine, Sequence: seq})
 		if !valid {
@@ -162,8 +165,15 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Compose(%d,%d,%d) under %+v: %v", ticks, machine, seq, l, err)
 		}
-		if id < 0 {
-			t.Fatalf("Compose gave negative ID %d", id)
+		width := l.TimeBits + l.MachineBits + l.SequenceBits
+		if id < 0 || uint64(id)>>width != 0 {
+			t.Fatalf("Compose gave ID %d, outside the layout's %d bits", id, width)
+		}
+		if width < 63 {
+			// An ID too wide for the layout decodes past its last tick.
+			if p := l.Decompose(id | 1<<width); p.Ticks < int64(1)<<l.TimeBits {
+				t.Fatalf("Decompose(%d, a bit above the layout's %d) = %+v; want Ticks past 2^%d-1", id|1<<width, width, p, l.TimeBits)
+			}
 		}
 		p := l.Decompose(id)
 		if p.Ticks != ticks || p.Machine != machine || p.Sequence != seq {

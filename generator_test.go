@@ -291,7 +291,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"machine too big", []ringflake.Option{ringflake.WithMachineID(1024)}, "machine ID = 1024; valid range 0..1023"},
 		{"negative ring", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithRingSize(-1)}, "ring size = -1; valid range 1..4194304"},
 		{"ring too big", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithRingSize(math.MaxInt)}, "valid range 1..4194304"},
-		{"bits not 63", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 11, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "41+10+11 = 62; want a sum of 63"},
+		{"bits over 63", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 13, Tick: time.Millisecond, Epoch: tiny.Epoch})}, "41+10+13 = 64; want a sum of at most 63"},
 		{"tick under 1µs", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: tiny.Epoch, Tick: time.Microsecond - 1})}, "Layout.Tick = 999ns; valid range at least 1µs (0 means 1ms)"},
 		{"epoch ahead of the clock", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithLayout(ringflake.Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Tick: time.Millisecond, Epoch: time.Now().Add(time.Hour)})}, "is ahead of the clock"},
 		{"epoch ahead of an injected clock", []ringflake.Option{ringflake.WithMachineID(1), ringflake.WithClock(func() time.Time { return tiny.Epoch.Add(-time.Nanosecond) }), ringflake.WithLayout(tiny)}, "is ahead of the clock"},

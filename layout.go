@@ -7,23 +7,25 @@ import (
 	"time"
 )
 
-// Layout describes how an ID's 63 usable bits are split and what its time
-// field counts. From the most significant bit down, an ID is a zero sign bit,
-// TimeBits of ticks since Epoch, MachineBits of machine ID and SequenceBits of
-// sequence. The machine ID may itself be split into DatacenterBits of
-// datacenter and the rest of worker, as Twitter's Snowflake splits its 10
-// bits into 5 and 5:
+// Layout describes how an ID's bits are split and what its time field
+// counts. From the most significant bit down, an ID is zero bits (the sign
+// bit, and any bits the layout leaves unused), TimeBits of ticks since Epoch,
+// MachineBits of machine ID and SequenceBits of sequence. The machine ID may
+// itself be split into DatacenterBits of datacenter and the rest of worker,
+// as Twitter's Snowflake splits its 10 bits into 5 and 5:
 //
-//	 63  62 ........... M+S  M+S-1 ...... S  S-1 ........ 0
-//	+---+--------------------+---------------+--------------+
-//	| 0 |  ticks since Epoch |  machine ID   |   sequence   |
-//	|   |                    | datacenter|wkr|              |
-//	+---+--------------------+---------------+--------------+
-//	      TimeBits             MachineBits     SequenceBits
+//	63 .. T+M+S  T+M+S-1 ... M+S  M+S-1 ...... S  S-1 ........ 0
+//	+-----------+-----------------+---------------+--------------+
+//	|   zeros   | ticks since     |  machine ID   |   sequence   |
+//	|           | Epoch           | datacenter|wkr|              |
+//	+-----------+-----------------+---------------+--------------+
+//	              TimeBits (T)      MachineBits (M) SequenceBits (S)
 //
-// A zero Tick means 1ms and a zero Epoch 2024-01-01T00:00:00Z, the defaults,
-// so a custom split needs only its bits. A Layout says when it ends
-// ([Layout.End]); [New] logs a warning for one that ends within a year.
+// The bits sum to at most 63: [DefaultLayout] uses all 63, and [JSLayout]
+// 53, so that every ID is exact as a JavaScript Number. A zero Tick means
+// 1ms and a zero Epoch 2024-01-01T00:00:00Z, the defaults, so a custom
+// split needs only its bits. A Layout says when it ends ([Layout.End]);
+// [New] logs a warning for one that ends within a year.
 //
 // A Layout is a plain value: decoding an ID needs only the Layout it was made
 // with, never package state. The zero Layout cannot decode (Decompose gives
@@ -35,7 +37,8 @@ type Layout struct {
 	// MachineBits is the width of the machine ID field, at least 0.
 	MachineBits int
 	// SequenceBits is the width of the per-tick sequence, at least 1.
-	// TimeBits+MachineBits+SequenceBits must be 63.
+	// TimeBits+MachineBits+SequenceBits must be at most 63; the bits above
+	// them are zero in every ID.
 	SequenceBits int
 	// Epoch is the instant of tick 0. It must lie within the years
 	// 1678..2262, where time.Time.UnixNano is defined. The zero Time means
@@ -87,6 +90,19 @@ func DefaultLayout() Layout {
 	return Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Epoch: defaultEpoch, Tick: time.Millisecond}
 }
 
+// JSLayout returns a 53-bit layout for IDs that travel as JavaScript
+// Numbers (float64), which hold every integer up to 2^53-1 exactly and
+// round those above: the default's 41 bits of milliseconds since
+// 2024-01-01T00:00:00Z (good until 2093-09-06), 6 bits of machine ID
+// (0..63) and 6 bits of sequence (64 IDs per millisecond, 64,000 a second
+// per machine). Every ID it makes is below 2^53, so a [NumberID] of it
+// never fails to marshal. It gives up machines and throughput, not
+// lifetime. IDs of JSLayout and of DefaultLayout do not mix: decode each
+// with its own.
+func JSLayout() Layout {
+	return Layout{TimeBits: 41, MachineBits: 6, SequenceBits: 6, Epoch: defaultEpoch, Tick: time.Millisecond}
+}
+
 // minTick is the shortest Tick a Layout may have.
 const minTick = time.Microsecond
 
@@ -114,8 +130,8 @@ func (l Layout) validate() error {
 		return configErr("Layout.SequenceBits", l.SequenceBits, "1..62")
 	case l.MachineBits < 0 || l.MachineBits > 61:
 		return configErr("Layout.MachineBits", l.MachineBits, "0..61")
-	case l.TimeBits+l.MachineBits+l.SequenceBits != 63:
-		return fmt.Errorf("%w: Layout bits %d+%d+%d = %d; want a sum of 63",
+	case l.TimeBits+l.MachineBits+l.SequenceBits > 63:
+		return fmt.Errorf("%w: Layout bits %d+%d+%d = %d; want a sum of at most 63",
 			ErrInvalidConfig, l.TimeBits, l.MachineBits, l.SequenceBits,
 			l.TimeBits+l.MachineBits+l.SequenceBits)
 	case l.DatacenterBits < 0 || l.DatacenterBits > l.MachineBits:
@@ -245,8 +261,11 @@ const maxUnixSec = math.MaxInt64 - 62135596800 - 1
 var maxTime = time.Unix(maxUnixSec, 999999999).UTC()
 
 // Decompose splits id into its fields under l. It never fails: the sign bit
-// is ignored, and an invalid layout yields the zero Parts. Decompose is safe
-// for concurrent use.
+// is ignored, and an invalid layout yields the zero Parts. Under a layout of
+// fewer than 63 bits, the bits above it count in Ticks, so that an ID too
+// wide for l, made with another layout, decodes to a time at or past
+// l.End() (which Compose refuses) rather than to a plausible one.
+// Decompose is safe for concurrent use.
 func (l Layout) Decompose(id ID) Parts {
 	l = l.withDefaults()
 	if l.validate() != nil {

@@ -1,6 +1,8 @@
 package ringflake_test
 
 import (
+	"encoding/json"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/fakeclock"
 )
 
 func TestLayoutValidate(t *testing.T) {
@@ -27,7 +30,11 @@ func TestLayoutValidate(t *testing.T) {
 		{"no time bits", with(func(l *ringflake.Layout) { l.TimeBits, l.SequenceBits = 0, 53 }), "Layout.TimeBits = 0"},
 		{"no sequence bits", with(func(l *ringflake.Layout) { l.SequenceBits, l.TimeBits = 0, 53 }), "Layout.SequenceBits = 0"},
 		{"negative machine bits", with(func(l *ringflake.Layout) { l.MachineBits, l.TimeBits = -1, 52 }), "Layout.MachineBits = -1"},
-		{"sum 64", with(func(l *ringflake.Layout) { l.TimeBits = 42 }), "want a sum of 63"},
+		{"sum 64", with(func(l *ringflake.Layout) { l.TimeBits = 42 }), "42+10+12 = 64; want a sum of at most 63"},
+		{"sum 62", with(func(l *ringflake.Layout) { l.TimeBits = 40 }), ""},
+		{"the JavaScript layout, 53 bits", ringflake.JSLayout(), ""},
+		{"the smallest, 2 bits", ringflake.Layout{TimeBits: 1, SequenceBits: 1}, ""},
+		{"a bit of each, 3 bits", ringflake.Layout{TimeBits: 1, MachineBits: 1, SequenceBits: 1}, ""},
 		{"negative tick", with(func(l *ringflake.Layout) { l.Tick = -1 }), "Layout.Tick = -1ns"},
 		{"epoch too early", with(func(l *ringflake.Layout) { l.Epoch = time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC) }), "Layout.Epoch = 1600"},
 		{"epoch too late", with(func(l *ringflake.Layout) { l.Epoch = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }), "Layout.Epoch = 2300"},
@@ -257,5 +264,160 @@ func TestLayoutWorkers(t *testing.T) {
 		_, _, err := tt.l.Workers(tt.dc)
 		assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, tt.name)
 		assert.ErrorContains(t, err, tt.want, tt.name)
+	}
+}
+
+// JSLayout's figures, as its doc and the README give them: 53 bits, so
+// every ID is exact as a JavaScript Number; the default's time field; 64
+// machines of 64 IDs per millisecond.
+func TestJSLayout(t *testing.T) {
+	t.Parallel()
+	l, def := ringflake.JSLayout(), ringflake.DefaultLayout()
+	require.NoError(t, ringflake.LayoutValidate(l))
+	assert.Equal(t, 53, l.TimeBits+l.MachineBits+l.SequenceBits)
+	assert.True(t, l.End().Equal(def.End()), "the default's lifetime: End %v", l.End())
+	assert.Equal(t, "2093-09-06T15:47:35.552Z", l.End().Format(time.RFC3339Nano))
+	assert.Equal(t, int64(63), l.MaxMachine())
+	assert.Equal(t, int64(63), ringflake.LayoutMaxSequence(l), "64 IDs per millisecond")
+	top, err := l.Compose(ringflake.Parts{Ticks: ringflake.LayoutMaxTicks(l), Machine: l.MaxMachine(), Sequence: ringflake.LayoutMaxSequence(l)})
+	require.NoError(t, err)
+	assert.Equal(t, ringflake.ID(1<<53-1), top, "its largest ID is JavaScript's Number.MAX_SAFE_INTEGER")
+	assert.Equal(t, float64(top), float64(int64(top)), "and exact as a float64")
+	assert.Equal(t, int64(top), int64(float64(top)))
+}
+
+// The edges of narrow layouts: the smallest ones issue every ID they have
+// and then fail with ErrTimeOverflow; a 53-bit and a 63-bit layout issue
+// their largest ID in their last tick, and nothing after it.
+func TestNarrowLayoutEdges(t *testing.T) {
+	t.Parallel()
+	epoch := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		l       ringflake.Layout
+		machine int64
+		from    int64          // the tick the clock starts at
+		want    []ringflake.ID // every ID issued, one tick after another, until ErrTimeOverflow
+	}{
+		{"2 bits: one of time, one of sequence", ringflake.Layout{TimeBits: 1, SequenceBits: 1, Epoch: epoch}, 0, 0, []ringflake.ID{0, 1, 2, 3}},
+		{"3 bits, machine 1", ringflake.Layout{TimeBits: 1, MachineBits: 1, SequenceBits: 1, Epoch: epoch}, 1, 0, []ringflake.ID{2, 3, 6, 7}},
+		{"3 bits, machine 0", ringflake.Layout{TimeBits: 1, MachineBits: 1, SequenceBits: 1, Epoch: epoch}, 0, 0, []ringflake.ID{0, 1, 4, 5}},
+		{"53 bits, the last tick", ringflake.Layout{TimeBits: 50, MachineBits: 2, SequenceBits: 1, Epoch: epoch, Tick: time.Microsecond}, 3, 1<<50 - 1,
+			[]ringflake.ID{1<<53 - 2, 1<<53 - 1}},
+		{"63 bits, the last tick", ringflake.Layout{TimeBits: 41, MachineBits: 20, SequenceBits: 2, Epoch: epoch}, 1<<20 - 1, 1<<41 - 1,
+			[]ringflake.ID{1<<63 - 4, 1<<63 - 3, 1<<63 - 2, 1<<63 - 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tick := tt.l.Tick
+			if tick == 0 {
+				tick = time.Millisecond
+			}
+			clock := fakeclock.New(tt.l.Epoch.Add(time.Duration(tt.from) * tick))
+			g, err := ringflake.New(t.Context(), ringflake.WithMachineID(tt.machine), ringflake.WithLayout(tt.l),
+				ringflake.WithClock(clock.Now), ringflake.WithMaxWait(-1))
+			require.NoError(t, err)
+			defer g.Close()
+			l := g.Layout()
+			var got []ringflake.ID
+			for range 100 {
+				id, err := g.NextID()
+				switch {
+				case errors.Is(err, ringflake.ErrSequenceExhausted):
+					clock.Add(l.Tick)
+					continue
+				case errors.Is(err, ringflake.ErrTimeOverflow):
+				default:
+					require.NoError(t, err)
+					got = append(got, id)
+					continue
+				}
+				break
+			}
+			// A tick starts at its spread start, at or below half its
+			// sequence: the IDs below a start are never issued.
+			assert.Subset(t, tt.want, got, "IDs within the layout")
+			assert.NotEmpty(t, got)
+			last := got[len(got)-1]
+			assert.Equal(t, tt.want[len(tt.want)-1], last, "the last tick's last ID is the layout's largest of the machine")
+			p := l.Decompose(last)
+			assert.Equal(t, ringflake.LayoutMaxTicks(l), p.Ticks, "issued in the last tick")
+			assert.Equal(t, tt.machine, p.Machine)
+			back, err := l.Compose(p)
+			require.NoError(t, err)
+			assert.Equal(t, last, back)
+			lo, hi, err := l.Bounds(p.Time, p.Time)
+			require.NoError(t, err, "the last tick's start is in Bounds' range")
+			assert.Equal(t, lo, hi)
+			assert.LessOrEqual(t, lo, last, "the last tick's IDs are at or above its bound")
+			_, _, err = l.Bounds(p.Time, l.End())
+			assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, "End is past the last tick's start: no ID has that time")
+		})
+	}
+}
+
+// TestJSLayoutMillionIDs is issue 23's check of a 53-bit layout: a
+// generator on JSLayout, run up to the end of its range with its largest
+// machine ID, issues a million unique IDs, every one below 2^53; each
+// decomposes to its parts and composes back, lies in the Bounds of its
+// tick, and survives JSON both as an ID (a string) and as a NumberID (a
+// number read back as a float64, as JavaScript reads it).
+func TestJSLayoutMillionIDs(t *testing.T) {
+	t.Parallel()
+	const n = 1_000_000
+	l := ringflake.JSLayout()
+	// 16 readings a millisecond: a tick holds at most 16 calls, well within
+	// the 33 a tick after quiet ones is sure to hold, so no call waits. The
+	// run takes n/16 ms and ends 10s before the layout does.
+	start := l.End().Add(-n/16*time.Millisecond - 10*time.Second)
+	clock := fakeclock.NewTicker(start, time.Millisecond/16)
+	g, err := ringflake.New(t.Context(), ringflake.WithLayout(l), ringflake.WithMachineID(l.MaxMachine()), ringflake.WithClock(clock.Now))
+	require.NoError(t, err)
+	defer g.Close()
+	ids := make([]ringflake.ID, n)
+	for i := range ids {
+		ids[i], err = g.NextID()
+		require.NoError(t, err, "ID %d", i)
+	}
+	for i, id := range ids {
+		if id < 0 || id > 1<<53-1 || i > 0 && id <= ids[i-1] {
+			t.Fatalf("ID %d is %d, after %d: want increasing IDs below 2^53", i, id, ids[max(i-1, 0)])
+		}
+		p := l.Decompose(id)
+		if p.Machine != l.MaxMachine() || p.Time.Before(start) || !p.Time.Before(l.End()) {
+			t.Fatalf("ID %d decomposes to %+v; want machine 63 and a time in [%v, %v)", id, p, start, l.End())
+		}
+		back, err := l.Compose(p)
+		if err != nil || back != id {
+			t.Fatalf("Compose(Decompose(%d)) = %d, %v", id, back, err)
+		}
+		lo, hi, err := l.Bounds(p.Time, p.Time.Add(l.Tick))
+		if err != nil || id < lo || id >= hi {
+			t.Fatalf("ID %d (time %v) outside Bounds of its tick [%d, %d): %v", id, p.Time, lo, hi, err)
+		}
+	}
+	assert.True(t, l.Decompose(ids[n-1]).Time.After(l.End().Add(-11*time.Second)), "the run reached the top of the range: %d", ids[n-1])
+
+	nums := make([]ringflake.NumberID, n)
+	for i, id := range ids {
+		nums[i] = ringflake.NumberID(id)
+	}
+	b, err := json.Marshal(nums)
+	require.NoError(t, err)
+	require.Equal(t, byte('['), b[0])
+	require.NotEqual(t, byte('"'), b[1], "numbers, not strings")
+	var floats []float64 // what JavaScript's JSON.parse makes of them
+	require.NoError(t, json.Unmarshal(b, &floats))
+	var back []ringflake.NumberID
+	require.NoError(t, json.Unmarshal(b, &back))
+	b, err = json.Marshal(ids)
+	require.NoError(t, err)
+	var strs []ringflake.ID
+	require.NoError(t, json.Unmarshal(b, &strs))
+	for i, id := range ids {
+		if int64(floats[i]) != int64(id) || ringflake.ID(back[i]) != id || strs[i] != id {
+			t.Fatalf("ID %d came back from JSON as float64 %v, NumberID %d and ID %d", id, floats[i], back[i], strs[i])
+		}
 	}
 }

@@ -11,6 +11,8 @@ var (
 	_ encoding.TextMarshaler   = ID(0)
 	_ encoding.TextUnmarshaler = (*ID)(nil)
 	_ json.Unmarshaler         = (*ID)(nil)
+	_ json.Marshaler           = NumberID(0)
+	_ json.Unmarshaler         = (*NumberID)(nil)
 )
 
 // maxDecimalLen is the length of 2^63-1 in decimal.
@@ -26,7 +28,8 @@ func negativeErr(fn string, id ID) *ParseError {
 // as a JSON string, such as "383078035417174017", and as an object key:
 // a string, not a number, because JavaScript reads JSON numbers as
 // float64, which rounds integers above 2^53, so most IDs would come back
-// changed. encoding/xml and anything else that uses text write it in
+// changed ([NumberID] writes a number, for the IDs of a layout of at most
+// 53 bits). encoding/xml and anything else that uses text write it in
 // decimal too. It returns a
 // [*ParseError] wrapping [ErrRange] for a negative id, which is never
 // issued.
@@ -91,6 +94,61 @@ func (id *ID) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*id = v
+	return nil
+}
+
+// maxSafe is 2^53-1, JavaScript's Number.MAX_SAFE_INTEGER: the largest n
+// such that n and every integer below it are exact as a float64.
+const maxSafe = 1<<53 - 1
+
+// NumberID is an ID that JSON carries as a number, such as
+// {"id":9007199254740991}, for front ends, spreadsheets and JSON columns
+// that want one. JavaScript reads a JSON number as a float64, exact only up
+// to 2^53-1, so NumberID is for the IDs of a layout of at most 53 bits,
+// such as [JSLayout], whose IDs always fit; [ID], a JSON string, is the
+// safe default for every other. Convert with NumberID(id) and ID(n); a
+// NumberID has no other methods, and outside JSON it is the integer it
+// holds (database/sql stores it as one). Its methods are as safe for
+// concurrent use as ID's.
+type NumberID ID
+
+// MarshalJSON writes n as a JSON integer; it implements [json.Marshaler].
+// It returns a [*ParseError] wrapping [ErrRange] for an n above 2^53-1,
+// which JavaScript would round (the ID of a wider layout than [JSLayout]:
+// use ID), or a negative n, which is never issued; encoding/json then fails
+// the whole value, rather than write a number that reads back as another
+// ID.
+func (n NumberID) MarshalJSON() ([]byte, error) {
+	switch {
+	case n < 0:
+		return nil, negativeErr("MarshalJSON", ID(n))
+	case n > maxSafe:
+		return nil, &ParseError{Func: "MarshalJSON", Input: ID(n).String(), Err: ErrRange, notText: true,
+			detail: "above 2^53-1, which JavaScript rounds: a NumberID is for layouts of at most 53 bits (JSLayout); ID is a JSON string"}
+	}
+	var b [maxDecimalLen]byte
+	return strconv.AppendInt(b[:0], int64(n), 10), nil
+}
+
+// UnmarshalJSON reads n from a JSON integer, or from a JSON string holding
+// one, with the rules of [ID.UnmarshalJSON], and then requires a value of
+// at most 2^53-1: a larger number may already have been rounded by the
+// JavaScript that wrote it. It returns a [*ParseError] wrapping [ErrRange]
+// for such a value, and as ID.UnmarshalJSON does otherwise; on an error n
+// is left unchanged, and the literal null leaves it unchanged too.
+func (n *NumberID) UnmarshalJSON(data []byte) error {
+	var v ID
+	if string(trimJSONSpace(data)) == "null" {
+		return nil
+	}
+	if err := v.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	if v > maxSafe {
+		return &ParseError{Func: "UnmarshalJSON", Input: string(trimJSONSpace(data)), Err: ErrRange,
+			detail: "above 2^53-1, which JavaScript rounds: a NumberID is for layouts of at most 53 bits"}
+	}
+	*n = NumberID(v)
 	return nil
 }
 

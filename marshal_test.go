@@ -275,3 +275,72 @@ func ExampleID_UnmarshalText() {
 	fmt.Println(id, err)
 	// Output: 383078035417174017 <nil>
 }
+
+// A NumberID is a JSON number up to 2^53-1, JavaScript's largest exact
+// integer, and refuses anything above, both ways, rather than carry a value
+// JavaScript may have rounded; in a struct, a map or a slice alike.
+func TestNumberIDJSON(t *testing.T) {
+	t.Parallel()
+	type doc struct {
+		ID   ringflake.NumberID            `json:"id"`
+		Ptr  *ringflake.NumberID           `json:"ptr"`
+		Keys map[ringflake.NumberID]string `json:"keys"`
+		List []ringflake.NumberID          `json:"list"`
+	}
+	for _, n := range []ringflake.NumberID{0, 1, 1<<53 - 2, 1<<53 - 1} {
+		in := doc{ID: n, Ptr: &n, Keys: map[ringflake.NumberID]string{n: "x"}, List: []ringflake.NumberID{n, 0}}
+		b, err := json.Marshal(in)
+		require.NoError(t, err)
+		s := ringflake.ID(n).String()
+		assert.Equal(t, `{"id":`+s+`,"ptr":`+s+`,"keys":{"`+s+`":"x"},"list":[`+s+`,0]}`, string(b), "numbers, and a key as a string as JSON requires")
+		var out doc
+		require.NoError(t, json.Unmarshal(b, &out))
+		assert.Equal(t, in, out, "round trip through %s", b)
+		var js struct{ ID float64 }
+		require.NoError(t, json.Unmarshal(b, &js))
+		assert.Equal(t, int64(n), int64(js.ID), "exact as a float64, as JavaScript reads it")
+	}
+
+	for _, n := range []ringflake.NumberID{1 << 53, math.MaxInt64, -1} {
+		_, err := json.Marshal(doc{ID: n})
+		assert.ErrorIs(t, err, ringflake.ErrRange, "json.Marshal of %d", n)
+		var pe *ringflake.ParseError
+		if assert.ErrorAs(t, err, &pe) {
+			assert.Equal(t, "MarshalJSON", pe.Func)
+		}
+	}
+	_, err := json.Marshal(ringflake.NumberID(1 << 53))
+	assert.EqualError(t, err, "json: error calling MarshalJSON for type ringflake.NumberID: ringflake: MarshalJSON 9007199254740992: ID out of range: "+
+		"above 2^53-1, which JavaScript rounds: a NumberID is for layouts of at most 53 bits (JSLayout); ID is a JSON string")
+
+	tests := []struct {
+		in      string
+		want    ringflake.NumberID
+		wantErr error
+	}{
+		{`9007199254740991`, 1<<53 - 1, nil},
+		{`"9007199254740991"`, 1<<53 - 1, nil},
+		{`0`, 0, nil},
+		{` null `, 77, nil},
+		{`9007199254740992`, 77, ringflake.ErrRange}, // what JavaScript writes for 2^53+1 too
+		{`"9007199254740993"`, 77, ringflake.ErrRange},
+		{`383078035417174017`, 77, ringflake.ErrRange},
+		{`9223372036854775808`, 77, ringflake.ErrRange},
+		{`-1`, 77, ringflake.ErrRange},
+		{`9.007199254740991e15`, 77, ringflake.ErrSyntax},
+		{`"x"`, 77, ringflake.ErrSyntax},
+	}
+	for _, tt := range tests {
+		n := ringflake.NumberID(77)
+		err := json.Unmarshal([]byte(tt.in), &n)
+		if tt.wantErr != nil {
+			assert.ErrorIs(t, err, tt.wantErr, "json.Unmarshal(%s)", tt.in)
+		} else {
+			assert.NoError(t, err, "json.Unmarshal(%s)", tt.in)
+		}
+		assert.Equal(t, tt.want, n, "NumberID after json.Unmarshal(%s)", tt.in)
+	}
+	n := ringflake.NumberID(77)
+	assert.EqualError(t, n.UnmarshalJSON([]byte(` 9007199254740992 `)),
+		`ringflake: UnmarshalJSON "9007199254740992": ID out of range: above 2^53-1, which JavaScript rounds: a NumberID is for layouts of at most 53 bits`)
+}

@@ -135,6 +135,49 @@ func TestNewHolderOptions(t *testing.T) {
 	assert.ErrorIs(t, err, ringflake.ErrInvalidConfig, "a nil store")
 }
 
+// ttlStore records the TTL of the claims a Holder makes.
+type ttlStore struct {
+	*memClient
+	ttl atomic.Int64
+}
+
+func (s *ttlStore) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
+	s.ttl.Store(int64(c.TTL))
+	return s.memClient.Take(ctx, c)
+}
+
+// TestHolderStoreDefaultTTL checks that a store's DefaultTTL replaces the
+// Holder's 10s when no TTL is given, and that WithTTL overrides it.
+func TestHolderStoreDefaultTTL(t *testing.T) {
+	t.Parallel()
+	short := machineid.Limits{Name: "x", DefaultTTL: 600 * time.Millisecond}
+	for _, tt := range []struct {
+		name string
+		lim  machineid.Limits
+		opts []machineid.Option
+		want time.Duration
+	}{
+		{"the Holder's default", memLimits, nil, 10 * time.Second},
+		{"the store's default", short, nil, 600 * time.Millisecond},
+		{"zero means the store's default", short, []machineid.Option{machineid.WithTTL(0)}, 600 * time.Millisecond},
+		{"WithTTL over the store's default", short, []machineid.Option{machineid.WithTTL(2 * time.Second)}, 2 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &ttlStore{memClient: newMemClient(newMemStore(true))}
+			var set memSettings
+			h, err := machineid.NewHolder(s, &set, tt.lim, append(tt.opts, machineid.WithRange(0, 0))...)
+			require.NoError(t, err)
+			defer h.Release(time.Time{})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err = h.MachineID(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, time.Duration(s.ttl.Load()), "the TTL of the Holder's claims")
+		})
+	}
+}
+
 // TestHolderStaleCause checks that a lease that is not held reports the
 // latest call's cause, even when only the cause changed: first the store
 // cannot be reached, then every ID is held by others.

@@ -1,6 +1,7 @@
 package machineid
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -50,7 +51,8 @@ func WithRange(lo, hi int64) Option {
 }
 
 // WithTTL sets how long the store keeps a lease without a renewal, within
-// 100ms..1h and the store's own bounds; 0 means the default, 10s. Renewals
+// 100ms..1h and the store's own bounds; 0 means the default, 10s, or the
+// store's own (see [Limits]; the file store's is 500ms). Renewals
 // run every TTL/3. The TTL is how long a crashed holder's ID stays taken,
 // and how far ahead of the clock the mark is raised. The lease rides out a
 // store outage of up to 2·TTL/3 − safety margin (4.67s at the defaults)
@@ -122,7 +124,7 @@ type storeOption struct {
 // Holder's own, narrowed by lim.
 func (c *config) validate(lim Limits) error {
 	if c.ttl == 0 {
-		c.ttl = defaultTTL
+		c.ttl = cmp.Or(lim.DefaultTTL, defaultTTL)
 	}
 	if c.margin == 0 {
 		c.margin = c.ttl / 5

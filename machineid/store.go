@@ -132,6 +132,12 @@ type Limits struct {
 	Name string
 	// MinTTL and MaxTTL bound the TTL within the Holder's own 100ms..1h.
 	MinTTL, MaxTTL time.Duration
+	// DefaultTTL, if not zero, is the TTL when [WithTTL] is not given (or
+	// is 0), in place of the Holder's 10s. A store whose lease does not
+	// run out with time (a file lock, which the kernel drops with the
+	// process) uses the TTL only as how far ahead of the clock the mark is
+	// written, which a restart after a crash waits out: it makes it short.
+	DefaultTTL time.Duration
 	// TTLStep, if not zero, is a unit the TTL must be a whole number of
 	// (etcd counts lease TTLs in seconds).
 	TTLStep time.Duration

@@ -60,7 +60,7 @@ func (c *cutStore) crash(ttl time.Duration) {
 
 // newCutHolder returns a Holder on a cutStore in dir.
 func newCutHolder(dir string, opts ...machineid.Option) (*machineid.Holder, *cutStore, error) {
-	c := &cutStore{store: &store{dir: dir, sem: make(chan struct{}, 1), host: "test"}}
+	c := &cutStore{store: &store{disk: osFS{}, dir: dir, sem: make(chan struct{}, 1), host: "test"}}
 	var set settings
 	h, err := machineid.NewHolder(c, &set, limits, opts...)
 	return h, c, err

@@ -6,9 +6,10 @@
 // exclusive lock on the ID's file, which the kernel drops when the process
 // dies, so a second live process on the ID is refused at once, and a
 // crashed one's ID is free at once. The file keeps the ID's mark, written
-// a TTL ahead of the clock and fsynced before it is used, so that a
-// restart with the clock stepped back waits until the clock has passed
-// it, as with every lease:
+// a TTL (500ms by default) ahead of the clock and fsynced before it is
+// used, so that a restart with the clock stepped back waits until the
+// clock has passed it, as with every lease, and a restart after a crash
+// waits at most the TTL:
 //
 //	ids, err := machineid_file.New("/var/lib/myapp/ringflake", machineid.WithRange(42, 42))
 //	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))

@@ -18,8 +18,16 @@ import (
 var ErrCorrupt = sentinel.New("machineid_file: not an intact mark file")
 
 // limits are the bounds of the file store: the Holder's own, with ranges
-// of at most 65536 IDs, each a file.
-var limits = machineid.Limits{Name: "machineid_file", MaxIDs: 1 << 16}
+// of at most 65536 IDs, each a file, and a default TTL of its own.
+var limits = machineid.Limits{Name: "machineid_file", MaxIDs: 1 << 16, DefaultTTL: defaultTTL}
+
+// defaultTTL is how far ahead of the clock the mark is written by default.
+// The lock, not a TTL, keeps a twin out, so the step can be short: a
+// restart after a crash waits out at most this much of the mark, and the
+// cost is an fsync at every renewal, every TTL/3 (6 a second). It also
+// bounds how long a stalled disk can hold up a renewal before the
+// generator stops issuing: TTL − margin − TTL/3, 233ms at the defaults.
+const defaultTTL = 500 * time.Millisecond
 
 // maxAhead is how far ahead of the clock a mark may be before Take refuses
 // it. A mark is written at most a TTL (at most an hour) ahead of the
@@ -51,8 +59,12 @@ func WithSource(src machineid.Source) machineid.Option {
 // With machineid.WithRange(n, n) it guards the fixed machine ID n; with a
 // wider range, it takes the lowest free ID in it; with [WithSource], the
 // ID a Source gives. The common options of package machineid apply; the
-// TTL (default 10s) is how far ahead of the clock the mark is written, and
-// renewed, at every TTL/3: the lease itself lasts as long as the process.
+// TTL (default 500ms, where other stores' is 10s) is how far ahead of the
+// clock the mark is written, and renewed, at every TTL/3, each time with
+// an fsync: the lease itself lasts as long as the process. A restart after
+// a crash waits at most the TTL for the clock to pass the mark; a renewal
+// that the disk holds up for longer than TTL − margin − TTL/3 (233ms at
+// the defaults) stops the generator until it is done.
 //
 // New does not touch dir: the Holder's first MachineID does, creating it
 // if need be. New returns an error wrapping ringflake.ErrInvalidConfig for
@@ -60,7 +72,7 @@ func WithSource(src machineid.Source) machineid.Option {
 // directory to put the default one in.
 func New(dir string, opts ...machineid.Option) (*machineid.Holder, error) {
 	var set settings
-	s := &store{sem: make(chan struct{}, 1)}
+	s := &store{disk: osFS{}, sem: make(chan struct{}, 1)}
 	h, err := machineid.NewHolder(s, &set, limits, opts...)
 	if err != nil {
 		return nil, err

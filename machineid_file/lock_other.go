@@ -5,16 +5,17 @@ package machineid_file
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 )
 
 // lockFile fails: the store needs flock, which this platform's package
 // syscall lacks.
-func lockFile(string) (*os.File, error) {
+func (*store) lockFile(string) (fsFile, error) {
 	return nil, fmt.Errorf("no file locks on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
-func prepareDir(string) error { return nil }
+func unlock(f fsFile) { _ = f.Close() }
 
-func syncDir(string) error { return nil }
+func (*store) prepareDir(string) error { return nil }
+
+func (*store) syncDir(string) error { return nil }

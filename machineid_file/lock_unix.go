@@ -21,18 +21,12 @@ import (
 // descriptor of the file does not drop the lock. The file is opened
 // close-on-exec (as Go opens every file), so that a child process cannot
 // inherit the lock and keep the ID after this one dies.
-func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+func (s *store) lockFile(path string) (fsFile, error) {
+	f, err := s.disk.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, nil
@@ -42,10 +36,30 @@ func lockFile(path string) (*os.File, error) {
 	return f, nil
 }
 
+// unlock frees the lock on f and closes it. Closing alone would leave the
+// ID locked while a child process forked meanwhile, by any goroutine, holds
+// a copy of the descriptor, until its exec closes it: a moment that a
+// loaded machine stretches to tens of milliseconds. The lock belongs to the
+// open file, which the copy shares, and LOCK_UN frees it for every copy.
+func unlock(f fsFile) {
+	_ = flock(f, syscall.LOCK_UN)
+	_ = f.Close()
+}
+
+// flock applies or removes a lock on f, again if a signal interrupts it.
+func flock(f fsFile, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
 // prepareDir makes dir if it does not exist, durably, and refuses it if
 // it is not a directory or is on a network filesystem.
-func prepareDir(dir string) error {
-	if err := mkdirDurable(dir); err != nil {
+func (s *store) prepareDir(dir string) error {
+	if err := s.mkdirDurable(dir); err != nil {
 		return err
 	}
 	return localFS(dir)
@@ -54,7 +68,7 @@ func prepareDir(dir string) error {
 // mkdirDurable makes dir and its missing parents, and fsyncs the parent of
 // each directory it makes, so that a crash cannot lose the directory with
 // the marks in it.
-func mkdirDurable(dir string) error {
+func (s *store) mkdirDurable(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case err == nil && fi.IsDir():
@@ -66,19 +80,22 @@ func mkdirDurable(dir string) error {
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirDurable(parent); err != nil {
+		if err := s.mkdirDurable(parent); err != nil {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := s.disk.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("creating the state directory: %w", err)
 	}
-	return syncDir(parent)
+	return s.syncDir(parent)
 }
 
 // syncDir fsyncs the directory dir, which makes the names in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func (s *store) syncDir(dir string) error {
+	if s.mutant == mutantNoDirSync {
+		return nil
+	}
+	d, err := s.disk.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("syncing directory: %w", err)
 	}

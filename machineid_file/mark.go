@@ -75,7 +75,7 @@ type slotKind uint8
 const (
 	blank   slotKind = iota // nothing: past the end of the file, or zeros
 	valid                   // a record of ours, intact
-	torn                    // ours (it starts with the magic) but not intact
+	torn                    // ours (it starts with the magic, or is a piece of it) but not intact
 	garbage                 // something nobody of ours wrote
 )
 
@@ -85,6 +85,11 @@ func decode(b []byte, id int64) (record, slotKind) {
 		return record{}, blank
 	}
 	if !bytes.HasPrefix(b, []byte(magic)) {
+		// A write torn within the magic, with nothing past it: a small
+		// file's size persisted ahead of its data, or a sector shorn.
+		if rest := bytes.TrimRight(b, "\x00"); strings.HasPrefix(magic, string(rest)) {
+			return record{}, torn
+		}
 		return record{}, garbage
 	}
 	line := string(bytes.TrimRight(b, " \n"))

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -35,13 +36,15 @@ func TestMain(m *testing.M) {
 
 // helperMain issues IDs on stdout, after "ready ID" on stderr, with the
 // machine ID in HELPER_LO..HELPER_HI guarded by a file in HELPER_DIR
-// (mode "file"), or HELPER_LO as a plain fixed ID (mode "plain"), on a
-// clock HELPER_OFFSET off, with a lease TTL of a second.
+// (mode "file"), or HELPER_LO as a plain fixed ID (mode "plain"), on the
+// clock helperClock gives, with a lease TTL of a second.
 func helperMain(mode string) int {
 	lo, _ := strconv.ParseInt(os.Getenv("HELPER_LO"), 10, 64)
 	hi, _ := strconv.ParseInt(os.Getenv("HELPER_HI"), 10, 64)
-	off, _ := time.ParseDuration(os.Getenv("HELPER_OFFSET"))
-	clock := func() time.Time { return time.Now().Add(off) }
+	clock, run := helperClock()
+	if mode != "plain" {
+		run() // a file-guarded ID waits in New for its clock to pass the mark
+	}
 	opts := []ringflake.Option{ringflake.WithClock(clock), ringflake.WithMaxWait(time.Second)}
 	if mode == "plain" {
 		opts = append(opts, ringflake.WithMachineID(lo))
@@ -68,9 +71,38 @@ func helperMain(mode string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		run()
 		fmt.Fprintln(w, int64(id))
 		if i%64 == 0 && w.Flush() != nil {
 			return 1
+		}
+	}
+}
+
+// helperClock returns a helper's clock, and run, which starts it if it
+// is held. With HELPER_START (Unix nanoseconds) the clock reads START until
+// run is called, and runs on from there: a plain helper calls run once it
+// has issued its first ID, so that ID is at START's tick whatever delayed
+// the process's start, and a file-guarded one calls it at once. Without,
+// it is the system's clock HELPER_OFFSET off, running.
+func helperClock() (clock func() time.Time, run func()) {
+	off, _ := time.ParseDuration(os.Getenv("HELPER_OFFSET"))
+	nanos, err := strconv.ParseInt(os.Getenv("HELPER_START"), 10, 64)
+	if err != nil {
+		return func() time.Time { return time.Now().Add(off) }, func() {}
+	}
+	start := time.Unix(0, nanos)
+	var ran atomic.Pointer[time.Time] // when run was first called
+	clock = func() time.Time {
+		if r := ran.Load(); r != nil {
+			return start.Add(time.Since(*r))
+		}
+		return start
+	}
+	return clock, func() {
+		if ran.Load() == nil {
+			now := time.Now()
+			ran.CompareAndSwap(nil, &now)
 		}
 	}
 }
@@ -88,9 +120,21 @@ type proc struct {
 // start starts a helper on lo..hi in dir, its clock off by offset.
 func start(t *testing.T, mode, dir string, lo, hi int64, offset time.Duration) *proc {
 	t.Helper()
+	return startEnv(t, mode, dir, lo, hi, "HELPER_OFFSET="+offset.String())
+}
+
+// startAt starts a helper on lo..hi in dir whose clock starts at at (see
+// helperClock).
+func startAt(t *testing.T, mode, dir string, lo, hi int64, at time.Time) *proc {
+	t.Helper()
+	return startEnv(t, mode, dir, lo, hi, fmt.Sprintf("HELPER_START=%d", at.UnixNano()))
+}
+
+func startEnv(t *testing.T, mode, dir string, lo, hi int64, clock string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "HELPER_DIR="+dir,
-		fmt.Sprintf("HELPER_LO=%d", lo), fmt.Sprintf("HELPER_HI=%d", hi), "HELPER_OFFSET="+offset.String())
+		fmt.Sprintf("HELPER_LO=%d", lo), fmt.Sprintf("HELPER_HI=%d", hi), clock)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stderr, err := cmd.StderrPipe()
@@ -200,10 +244,18 @@ func duplicates(a, b []ringflake.ID) int {
 }
 
 // TestKillThenRestartBehind SIGKILLs a process issuing on a fixed ID and
-// starts another on the ID with its clock behind by as long as the first
-// ran: the second waits until its clock passes the first's mark, and no
-// ID comes twice. A control run on a plain fixed ID shows the scenario
-// repeats IDs without the file.
+// starts another on the ID with its clock at the first's first ID, behind
+// by as long as the first ran: the second waits until its clock passes the
+// first's mark, and no ID comes twice. A control run on a plain fixed ID
+// shows the scenario repeats IDs without the file.
+//
+// The second's clock starts in its own process, so however long the
+// process takes to start, its clock is that far behind. The control's
+// clock holds at that first ID's tick until it has issued there, so its
+// first ID is the first's first ID (sequence 0 of that tick), whatever the
+// scheduling: under a CPU hog, two processes' ticks can miss each other
+// (each issues in bursts, in a third of the ticks or fewer), and with its
+// clock set before it started the control began past most of the first's.
 func TestKillThenRestartBehind(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -215,14 +267,10 @@ func TestKillThenRestartBehind(t *testing.T) {
 			dir := t.TempDir()
 			a := start(t, tt.mode, dir, 3, 3, 0)
 			a.await(t)
-			began := time.Now()
 			a.issued(t, 20000)
 			first := a.kill()
-			b := start(t, tt.mode, dir, 3, 3, -time.Since(began)-100*time.Millisecond)
+			b := startAt(t, tt.mode, dir, 3, 3, minTime(first))
 			require.Equal(t, int64(3), b.await(t))
-			// Its clock starts 100ms before the first's first ID; without
-			// the file it repeats IDs only once it has run into the
-			// first's ticks, which may take it many more than 20000 IDs.
 			b.issued(t, 20000)
 			b.reaches(t, maxTime(first))
 			second := b.kill()

@@ -1,10 +1,10 @@
 package machineid_file
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ringflake/ringflake"
@@ -17,6 +17,7 @@ import (
 // the process dies, however it dies, so the ID is free at once, and never
 // before.
 type store struct {
+	disk fileSystem       // osFS; written once by New
 	dir  string           // absolute; written once by New
 	src  machineid.Source // nil: the lowest free ID in the range; written once by New
 	host string           // this host's name, recorded with each mark; written once by New
@@ -28,13 +29,19 @@ type store struct {
 	sem chan struct{}
 
 	held *holding // guarded by sem; nil when no ID is held
+
+	// mutant, none but in this package's tests, breaks the store on
+	// purpose (mutant.go); late is the mark a mutantLateMark store granted
+	// and has yet to write, guarded by sem.
+	mutant mutant
+	late   time.Time
 }
 
 // holding is a machine ID held by the store.
 type holding struct {
 	token string
 	id    int64
-	lock  *os.File  // the flock'ed file, open for reading; closing it frees the ID
+	lock  fsFile    // the flock'ed file, open for reading; unlock frees the ID
 	after time.Time // the mark inherited when it was taken
 	st    state     // what the file holds now, as last written
 }
@@ -82,7 +89,7 @@ func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 		}
 		s.free() // a holding of an earlier session, which Release did not reach
 	}
-	if err := prepareDir(s.dir); err != nil {
+	if err := s.prepareDir(s.dir); err != nil {
 		return machineid.Grant{}, err
 	}
 	lo, hi, err := s.candidates(ctx, c)
@@ -94,10 +101,11 @@ func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 		if busy == "" {
 			return g, err
 		}
-		// Every ID busy. A lock this process gave up may live on for a
-		// moment in a child forked meanwhile (a copy of the descriptor
-		// until the child's exec closes it), so look again a few times
-		// before refusing: a real twin is refused within 63ms.
+		// Every ID busy. The lock of a process that crashed may live on
+		// for a moment in a child it forked (a copy of the descriptor
+		// until the child's exec closes it; a live holder frees its lock
+		// for every copy, see unlock), so look again a few times before
+		// refusing: a real twin is refused within 63ms.
 		if wait > busyWait || sleep(ctx, wait) != nil {
 			if lo == hi {
 				return machineid.Grant{}, fmt.Errorf("%w: machine ID %d is held by another live process (%s); its file is %s", machineid.ErrExhausted, lo, busy, s.path(lo))
@@ -126,7 +134,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // one is locked by another, it returns who holds the last one tried.
 func (s *store) lockFirst(lo, hi int64, c machineid.Claim) (g machineid.Grant, busy string, err error) {
 	for id := lo; id <= hi; id++ {
-		f, err := lockFile(s.path(id))
+		f, err := s.lockFile(s.path(id))
 		if err != nil {
 			return machineid.Grant{}, "", err
 		}
@@ -157,14 +165,23 @@ func (s *store) candidates(ctx context.Context, c machineid.Claim) (lo, hi int64
 
 // adopt reads the mark in the file f, just locked, of machine ID id, and
 // holds the ID if the mark is sound and the new one is written.
-func (s *store) adopt(f *os.File, id int64, c machineid.Claim) (machineid.Grant, error) {
+func (s *store) adopt(f fsFile, id int64, c machineid.Claim) (machineid.Grant, error) {
 	path := s.path(id)
 	st, err := readState(f, id)
 	if err == nil {
 		err = tooFar(st.last.until, c.Until.Add(-c.TTL), path)
 	}
+	if err == nil && st.slot >= 0 && s.mutant != mutantNoTakeSync {
+		// The mark read may be a release's, written without an fsync;
+		// the other slot, which the next write overwrites, may be the
+		// only durable copy of a mark as high. Make this one durable
+		// first.
+		if err = f.Sync(); err != nil {
+			err = fmt.Errorf("syncing the mark of machine ID %d in %s: %w", id, path, err)
+		}
+	}
 	if err != nil {
-		_ = f.Close()
+		unlock(f)
 		return machineid.Grant{}, err
 	}
 	h := &holding{token: c.Token, id: id, lock: f, after: st.last.until, st: st}
@@ -172,10 +189,10 @@ func (s *store) adopt(f *os.File, id int64, c machineid.Claim) (machineid.Grant,
 	if err == nil {
 		// The file's name must be as durable as its mark, whether this
 		// process made the file or one that crashed before saying so.
-		err = syncDir(s.dir)
+		err = s.syncDir(s.dir)
 	}
 	if err != nil {
-		_ = f.Close()
+		unlock(f)
 		return machineid.Grant{}, err
 	}
 	s.held = h
@@ -197,7 +214,11 @@ func (s *store) raise(h *holding, until time.Time) (machineid.Grant, error) {
 	if h.st.last.until.After(until) {
 		until = h.st.last.until
 	}
-	if err := s.write(h, until); err != nil {
+	mark := until
+	if s.mutant == mutantLateMark {
+		mark, s.late = cmp.Or(s.late, until), until
+	}
+	if err := s.write(h, mark, true); err != nil {
 		return machineid.Grant{}, err
 	}
 	return machineid.Grant{ID: h.id, After: h.after, Until: until}, nil
@@ -218,15 +239,17 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machine
 	})
 }
 
-// Release lowers the mark to issued, if given, and unlocks the file. A
-// failure to lower the mark leaves it higher, which is safe: the next
-// holder waits a little longer.
+// Release lowers the mark to issued, if given, and unlocks the file. It
+// writes the lower mark without an fsync, which a stop need not wait for:
+// a power loss may take it, leaving the mark higher, which is safe (the
+// next holder waits a little longer), as is a failure to write it. The
+// next Take makes it durable before it writes (see adopt).
 func (s *store) Release(ctx context.Context, c machineid.Claim, id int64, issued time.Time) error {
 	_, err := do(ctx, s, fmt.Sprintf("releasing machine ID %d", id), func() (struct{}, error) {
 		h := s.held
 		if h != nil && h.token == c.Token && (id < 0 || h.id == id) {
 			if !issued.IsZero() && issued.Before(h.st.last.until) {
-				_ = s.write(h, issued)
+				_ = s.write(h, issued, false)
 			}
 			s.free()
 		}
@@ -238,7 +261,7 @@ func (s *store) Release(ctx context.Context, c machineid.Claim, id int64, issued
 // free unlocks the held file, if any. The caller holds s.sem.
 func (s *store) free() {
 	if s.held != nil {
-		_ = s.held.lock.Close()
+		unlock(s.held.lock)
 		s.held = nil
 	}
 }

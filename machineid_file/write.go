@@ -12,17 +12,20 @@ import (
 )
 
 // write records until as h's mark, in the slot that does not hold the
-// current one, and fsyncs the file: one fsync, off the generator's path.
-// It opens the file for the write alone, so that between writes nothing
+// current one, and, if durable, fsyncs the file: one fsync, off the
+// generator's path. It opens the file for the write alone, so that between writes nothing
 // holds it open for writing (a filesystem can then be remounted read-only
 // under a holder, which then loses its lease when the next renewal fails).
 // It returns an error wrapping machineid.ErrLeaseLost if the file at the
 // ID's path is no longer the one locked: removed or replaced, so another
 // process may lock a new one.
-func (s *store) write(h *holding, until time.Time) error {
+func (s *store) write(h *holding, until time.Time, durable bool) error {
 	path := s.path(h.id)
 	rec, off := h.st.next(until, os.Getpid(), s.host)
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if s.mutant == mutantOneSlot && h.st.slot >= 0 {
+		off = int64(h.st.slot) * slotOff1
+	}
+	f, err := s.disk.OpenFile(path, os.O_WRONLY, 0)
 	if err == nil {
 		defer f.Close() // after the fsync, which reports write errors
 		err = sameFile(f, h.lock)
@@ -38,7 +41,7 @@ func (s *store) write(h *holding, until time.Time) error {
 	if err == nil {
 		_, err = f.WriteAt(buf, off)
 	}
-	if err == nil {
+	if err == nil && durable && s.mutant != mutantNoSync {
 		err = f.Sync()
 	}
 	if err != nil {
@@ -51,7 +54,7 @@ func (s *store) write(h *holding, until time.Time) error {
 var errReplaced = errors.New("not the file locked")
 
 // sameFile returns errReplaced unless a and b are one file.
-func sameFile(a, b *os.File) error {
+func sameFile(a, b fsFile) error {
 	sa, err := a.Stat()
 	if err != nil {
 		return err
@@ -67,7 +70,7 @@ func sameFile(a, b *os.File) error {
 }
 
 // readState reads the mark in f, the file of machine ID id.
-func readState(f *os.File, id int64) (state, error) {
+func readState(f fsFile, id int64) (state, error) {
 	b := make([]byte, fileSize+1) // one more, to tell a file too long
 	n, err := f.ReadAt(b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -169,5 +169,5 @@ func unixSeconds(t time.Time) float64 {
 }
 
 // count converts a counter for an int64 instrument. The generator's counts
-// cannot reach 2^63 (IDs are 63 bits), so the clamp is only for form.
+// cannot reach 2^63 (IDs have at most 63 bits), so the clamp is only for form.
 func count(n uint64) int64 { return int64(min(n, math.MaxInt64)) }

@@ -288,6 +288,22 @@ func TestRegisterClockOffset(t *testing.T) {
 	assert.Equal(t, 0.002, samples["ringflake.clock.offset.uncertainty"])
 }
 
+// A layout of fewer than 63 bits, JSLayout's 53, reports its own end and
+// machine ID like any other.
+func TestRegisterNarrowLayout(t *testing.T) {
+	t.Parallel()
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(63), ringflake.WithLayout(ringflake.JSLayout()))
+	require.NoError(t, err)
+	defer g.Close()
+	r := register(t, g)
+	_, err = g.NextID()
+	require.NoError(t, err)
+	samples, _ := collect(t, r)
+	assert.Equal(t, 3903090455.552, samples["ringflake.layout.end"], "2093-09-06T15:47:35.552Z, 2^41 ms after 2024-01-01")
+	assert.Equal(t, 63.0, samples["ringflake.machine.id"])
+	assert.Equal(t, 1.0, samples["ringflake.ids.issued"])
+}
+
 func TestRegisterLease(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100))

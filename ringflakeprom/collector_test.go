@@ -271,6 +271,23 @@ func TestCollectorClockOffset(t *testing.T) {
 	assert.Equal(t, 0.002, samples["ringflake_clock_offset_uncertainty_seconds"])
 }
 
+// A layout of fewer than 63 bits, JSLayout's 53, reports its own end and
+// machine ID like any other.
+func TestCollectorNarrowLayout(t *testing.T) {
+	t.Parallel()
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(63), ringflake.WithLayout(ringflake.JSLayout()))
+	require.NoError(t, err)
+	defer g.Close()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g)))
+	_, err = g.NextID()
+	require.NoError(t, err)
+	samples, _ := scrape(t, reg)
+	assert.Equal(t, 3903090455.552, samples["ringflake_layout_end_timestamp_seconds"], "2093-09-06T15:47:35.552Z, 2^41 ms after 2024-01-01")
+	assert.Equal(t, 63.0, samples["ringflake_machine_id"])
+	assert.Equal(t, 1.0, samples["ringflake_ids_issued_total"])
+}
+
 func TestCollectorLease(t *testing.T) {
 	t.Parallel()
 	clk := newClock(at(100))

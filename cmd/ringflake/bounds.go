@@ -7,22 +7,27 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/idtext"
 )
 
 // runBounds prints the smallest ID whose time is at or after FROM and the
 // smallest whose time is at or after TO, one per line, for SQL's
-// WHERE id >= lo AND id < hi; without TO, those of FROM's millisecond.
+// WHERE id >= lo AND id < hi, under --layout; without TO, those of FROM's
+// tick.
 func runBounds(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bounds", flag.ContinueOnError)
+	var lf layoutFlags
+	lf.register(fs, false)
 	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	l, err := lf.layout("bounds")
+	if err != nil {
 		return err
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		return usageError("bounds: want FROM [TO], each RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds; got %d arguments", fs.NArg())
 	}
-	l := ringflake.DefaultLayout()
 	from, err := parseInstant(fs.Arg(0))
 	if err != nil {
 		return usageError("bounds: FROM: %v", err)

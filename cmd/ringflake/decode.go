@@ -14,33 +14,33 @@ import (
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
-	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto")
-	var bits int
-	registerDatacenterBits(fs, &bits)
+	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto: whichever one of them reads an ID (an ID two of them read, such as 13 digits, is refused)")
+	var lf layoutFlags
+	lf.register(fs, true)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		// "decode -5" is a negative ID, not an unknown flag -5: say so as
-		// ParseID does.
+		// reading it would.
 		if _, num, ok := strings.Cut(err.Error(), "flag provided but not defined: "); ok && idtext.IsDecimal(num) {
-			if _, perr := ringflake.ParseID(num); perr != nil {
+			if _, perr := (idtext.Reader{Layout: ringflake.DefaultLayout()}).Parse(num, "auto"); perr != nil {
 				return fmt.Errorf("%w: %w", errUsage, inContext("decode", perr))
 			}
 		}
 		return err
 	}
-	layout, err := layoutOf("decode", bits)
+	layout, err := lf.layout("decode")
 	if err != nil {
 		return err
 	}
-	parse, ok := idtext.Parser(*format)
-	if !ok {
-		return usageError("decode: --format = %q; want auto, decimal, base32 or base58", *format)
+	if !idtext.Known(*format) {
+		return usageError("decode: --format = %q; want %s", *format, idtext.Formats)
 	}
 	if fs.NArg() == 0 {
 		return usageError("decode: no ID given")
 	}
+	r := idtext.Reader{Layout: layout, Ask: "--format "}
 	ids := make([]ringflake.ID, 0, fs.NArg())
 	for _, a := range fs.Args() {
-		id, err := parse(a)
+		id, err := r.Parse(a, *format)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errUsage, inContext("decode", err))
 		}

@@ -44,7 +44,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+	log := genLog(stderr)
 	if f.lease.url == "" && !f.set["machine-id"] {
 		fmt.Fprintln(stderr, noMachineIDNote)
 	}
@@ -119,6 +119,40 @@ func parseGen(args []string, stderr io.Writer) (genFlags, error) {
 		return f, usageError("gen: -n = %d; want 0 or more", f.n)
 	}
 	return f, f.check(fs)
+}
+
+// genLog returns gen's logger: the library's records on stderr as text,
+// without the time (stderr lines of a command are read as they come), and
+// without its "long wait" records. gen prints IDs in bulk: a wait that
+// ends in an ID changes nothing for its reader, and one that fails ends gen
+// with its error; what makes a wait worth hearing of, a step back of the
+// clock or a lease lost, has a record of its own. On a loaded machine calls
+// wait 10 to 20 ms for no reason but the scheduler, and such a record came
+// before gen's one-line reason for stopping.
+func genLog(stderr io.Writer) *slog.Logger {
+	return slog.New(withoutLongWaits{slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime})})
+}
+
+// longWaitMsg is the message of the library's record of a call that
+// waited 10 ms or more (WithLogger).
+const longWaitMsg = "ringflake: long wait"
+
+// withoutLongWaits is a handler that drops the library's long-wait records.
+type withoutLongWaits struct{ slog.Handler }
+
+func (h withoutLongWaits) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == longWaitMsg {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h withoutLongWaits) WithAttrs(as []slog.Attr) slog.Handler {
+	return withoutLongWaits{h.Handler.WithAttrs(as)}
+}
+
+func (h withoutLongWaits) WithGroup(name string) slog.Handler {
+	return withoutLongWaits{h.Handler.WithGroup(name)}
 }
 
 // dropTime leaves the time out of log records: stderr lines of a command

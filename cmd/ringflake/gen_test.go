@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"os/exec"
 	"strings"
 	"sync"
@@ -12,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/fakeclock"
 	"github.com/ringflake/ringflake/internal/redistest"
 )
 
@@ -95,4 +99,40 @@ func TestGenSIGTERMWhileGettingItsMachineID(t *testing.T) {
 	assert.Contains(t, stderr.String(), "ringflake: gen: interrupted while getting the machine ID\n")
 	assert.Empty(t, stdout.String())
 	assert.Equal(t, "0", srv.Do("EXISTS", "{ringflake}:LEASE:0"), "the lease is released at exit")
+}
+
+// gen's log leaves out the library's long-wait records, and nothing else:
+// a call that waits 20ms on a frozen clock is logged as a long wait by a
+// plain handler, which checks that the record is still the one gen drops,
+// and not by gen's; a step back of the clock is logged by both.
+func TestGenLogLeavesOutLongWaits(t *testing.T) {
+	t.Parallel()
+	logOf := func(log func(io.Writer) *slog.Logger) string {
+		var out syncBuffer
+		t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+		clock := fakeclock.New(t0)
+		one := ringflake.Layout{TimeBits: 50, MachineBits: 1, SequenceBits: 1} // 2 IDs a tick, from 0
+		g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithLayout(one), ringflake.WithClock(clock.Now),
+			ringflake.WithMaxWait(10*time.Second), ringflake.WithLogger(log(&out)))
+		require.NoError(t, err)
+		defer g.Close()
+		for range 2 {
+			_, err := g.NextID()
+			require.NoError(t, err)
+		}
+		time.AfterFunc(20*time.Millisecond, func() { clock.Add(time.Millisecond) }) // the frozen tick is full until then
+		_, err = g.NextID()
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, g.Stats().WaitTime, 10*time.Millisecond)
+		clock.Add(-time.Second)
+		_, err = g.NextID()
+		require.NoError(t, err, "a tick the clock shows again")
+		return out.String()
+	}
+	plain := logOf(func(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) })
+	assert.Contains(t, plain, `msg="`+longWaitMsg+`"`, "the library's record of a long wait")
+	assert.Contains(t, plain, `msg="ringflake: clock stepped back"`)
+	quiet := logOf(genLog)
+	assert.NotContains(t, quiet, longWaitMsg)
+	assert.Regexp(t, `^level=WARN msg="ringflake: clock stepped back" .*\n$`, quiet, "the step back, without the time")
 }

@@ -34,7 +34,7 @@ func (l *leaseFlags) register(fs *flag.FlagSet) {
 		"postgres://user:pass@host:port/db (or postgresql://) with table=NAME (default ringflake_machine_ids, created if missing) and pgx's own parameters; "+
 		"k8s://NAMESPACE[?prefix=P&identity=NAME], Lease objects on the cluster of $KUBECONFIG (or ~/.kube/config), or of the pod's service account in a pod "+
 		"(default prefix ringflake-machine-, identity $POD_NAME or the hostname)")
-	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023; 1-1023 with mode=host)")
+	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023, or the layout's IDs if fewer, 0-63 in js; 1-1023 with mode=host)")
 	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D` (default 10s): a crashed process's ID is free after it, and a new process may wait up to it after the store restarts; "+
 		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..1h, k8s 1s..1h (Leases count whole seconds, rounded up)")
 	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server; below TTL/2 (default TTL/5)")
@@ -104,6 +104,10 @@ func (l *leaseFlags) parsed() (*url.URL, error) {
 	return u, nil
 }
 
+// defaultMaxMachine is the top of a store's default range: the default
+// layout's largest machine ID.
+const defaultMaxMachine = 1023
+
 // leaser makes the Leaser the flags describe, and returns with it a func
 // that closes its connection and the URL without its password, for
 // messages. The lease hands out machine IDs base..base+maxMachine: the
@@ -117,8 +121,11 @@ func (l *leaseFlags) leaser(base, maxMachine int64, split bool) (_ machineid.Lea
 	}
 	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, MaxOffset: l.offset}
 	what := "machine IDs"
-	if split {
+	switch {
+	case split:
 		c.Lo, c.Hi, what = base, base+maxMachine, "workers in a datacenter"
+	case maxMachine < defaultMaxMachine:
+		c.Lo, c.Hi = 0, maxMachine // a narrow layout's, such as js's 0..63, in place of the store's 0..1023
 	}
 	if l.rng != "" {
 		lo, hi, _ := l.parseRange()

@@ -14,6 +14,7 @@
 //	                                     WHERE id >= lo AND id < hi
 //	ringflake simulate [--rollback D]    replay a clock step-back against ringflake and a strict Snowflake
 //	ringflake simulate --svg FILE        the same, and draw it as an SVG chart in FILE
+//	ringflake simulate --mod 16,1024     count id % N of each one's IDs (--rate 500/s: low traffic)
 //
 // Exit status: 0 on success, and for serve after a SIGTERM or SIGINT that
 // stopped it cleanly; 2 for bad input, with a one-line reason on stderr; 1
@@ -71,6 +72,10 @@ commands:
                                 (0, the default: 30s)
       [--max-wait D]            wait at most D for each ID, as for a lease lapse
                                 (0, the default: 100ms; negative: never wait)
+      [--layout L]              how IDs are laid out: default (41 bits of milliseconds,
+                                10 of machine ID, 12 of sequence), js (41, 6 and 6: 53
+                                bits, exact as JavaScript Numbers), or bit widths T/M/S
+                                summing to at most 63; decode and bounds take it too
       [--datacenter-bits B --datacenter N]
                                 split the machine ID into B bits of datacenter (5 for
                                 Twitter's) and the rest of worker: the datacenter is N,
@@ -94,7 +99,7 @@ commands:
         GET /v1/ids?n=N               {"ids":["...",...]}, N in 1..--max-batch
         GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}, with
                                       "datacenter" and "worker" under --datacenter-bits;
-                                      decimal or Base32, ?format=base58 for Base58
+                                      read as decode reads it (?format= as --format)
         GET /metrics                  Prometheus metrics of the generator, Go and the process
         GET /healthz, /readyz         up, from the moment it listens; able to issue now
                                       (503 with the reason if not, as while the machine
@@ -112,18 +117,22 @@ commands:
                                 0, or 1 if the release failed
       [--log-format text|json]  log records on stderr: one at the start, one at the stop,
                                 and the generator's own (step backs, lease changes)
-  decode ID...                  print the time, machine and sequence of each ID
-                                (decimal or Base32; Base58 with --format base58), and
-                                its datacenter and worker with --datacenter-bits B
+  decode ID...                  print the time, machine and sequence of each ID, and
+                                its datacenter and worker with --datacenter-bits B;
+                                each in the one form that reads it, decimal, Base32 or
+                                Base58: an ID two forms read (13 digits) is refused with
+                                both readings, until --format decimal|base32|base58
+                                names one
   bounds FROM [TO]              print lo and hi, one per line, such that the IDs whose
                                 time is in [FROM, TO) are WHERE id >= lo AND id < hi;
                                 without TO, the IDs of FROM's millisecond. FROM and TO
                                 are RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
-      [--max-wait D] [--svg FILE]
+      [--max-wait D] [--mod N,...] [--svg FILE]
                                 step a clock back and compare ringflake with a
                                 strict Snowflake under the same load, and draw
-                                the run as an SVG chart in FILE
+                                the run as an SVG chart in FILE; with --mod,
+                                count and draw id % N of the IDs each served
 
 Run "ringflake <command> -h" for a command's flags.`
 

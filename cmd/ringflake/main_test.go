@@ -79,9 +79,27 @@ func TestRunUsageErrors(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, `ringflake: unknown command "frobnicate"; want gen, serve, decode, bounds or simulate`},
 		{"decode nothing", []string{"decode"}, "ringflake: decode: no ID given"},
 		{"decode letters", []string{"decode", "12-4"},
-			`ringflake: decode: "12-4" is neither decimal nor 13-character base32; for a base58 ID give --format base58`},
-		{"decode a word", []string{"decode", "garbage"},
-			`ringflake: decode: "garbage" is neither decimal nor 13-character base32; for a base58 ID give --format base58`},
+			`ringflake: decode: "12-4" is not an ID in decimal, base32 or base58; as base58: ParseBase58 "12-4": invalid ID syntax: character "-" at offset 2 is not in the Base58 alphabet`},
+		{"decode a word", []string{"decode", "invalid"},
+			`ringflake: decode: "invalid" is not an ID in decimal, base32 or base58; as base58: ParseBase58 "invalid": invalid ID syntax: character "l" at offset 4 is not in the Base58 alphabet`},
+		{"decode 13 digits", []string{"decode", "0123456789012"},
+			`ringflake: decode: "0123456789012" is ambiguous: decimal 123456789012 (time 2024-01-01T00:00:29.434Z, machine 401, sequence 2580) or base32 38390726480134178 (time 2024-04-15T22:31:02.458Z, machine 72, sequence 34); give --format decimal or --format base32`},
+		{"decode 13 digits among others", []string{"decode", "383078035417174017", "0123456789012"},
+			`ringflake: decode: "0123456789012" is ambiguous: decimal 123456789012 (time 2024-01-01T00:00:29.434Z, machine 401, sequence 2580) or base32 38390726480134178 (time 2024-04-15T22:31:02.458Z, machine 72, sequence 34); give --format decimal or --format base32`},
+		{"decode digits that are base58 too", []string{"decode", "21"},
+			`ringflake: decode: "21" is ambiguous: decimal 21 (time 2024-01-01T00:00:00Z, machine 0, sequence 21) or base58 58 (time 2024-01-01T00:00:00Z, machine 0, sequence 58); give --format decimal or --format base58`},
+		{"decode a default ID under --layout js", []string{"decode", "--layout", "js", "383078035417174017"},
+			`ringflake: decode: 383078035417174017 is above 9007199254740991 (2^53-1), the largest ID of the layout: an ID of another layout?`},
+		{"decode bad layout", []string{"decode", "--layout", "javascript", "1"},
+			`ringflake: decode: --layout = "javascript"; want default, js, or bit widths T/M/S such as 39/16/8`},
+		{"decode layout too wide", []string{"decode", "--layout", "42/10/12", "1"},
+			`ringflake: decode: --layout 42/10/12: invalid configuration: Layout bits 42+10+12 = 64; want a sum of at most 63`},
+		{"decode layout without time", []string{"decode", "--layout", "0/10/12", "1"},
+			`ringflake: decode: --layout 0/10/12: invalid configuration: Layout.TimeBits = 0; valid range 1..62`},
+		{"bounds bad layout", []string{"bounds", "--layout", "41/10", "2026-11-22T12:00:00Z"},
+			`ringflake: bounds: --layout = "41/10"; want default, js, or bit widths T/M/S such as 39/16/8`},
+		{"gen machine ID past js", []string{"gen", "--layout", "js", "--machine-id", "64"},
+			"ringflake: gen: invalid configuration: machine ID = 64; valid range 0..63"},
 		{"decode bad base58", []string{"decode", "--format", "base58", "12-4"},
 			`ringflake: decode: ParseBase58 "12-4": invalid ID syntax: character "-" at offset 2 is not in the Base58 alphabet`},
 		{"gen empty lease", []string{"gen", "--lease", ""},
@@ -161,14 +179,14 @@ func TestRunUsageErrors(t *testing.T) {
 			"ringflake: serve: lease etcd://127.0.0.1:1: invalid configuration: TTL = 1.5s; valid: a whole number of 1s"},
 		{"serve machine ID out of range", []string{"serve", "--addr", "127.0.0.1:0", "--machine-id", "1024"},
 			"ringflake: serve: invalid configuration: machine ID = 1024; valid range 0..1023"},
-		{"decode negative", []string{"decode", "--", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
-		{"decode negative, no --", []string{"decode", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
+		{"decode negative", []string{"decode", "--", "-5"}, `ringflake: decode: "-5" is not an ID in decimal, base32 or base58; as decimal: ParseID "-5": ID out of range: negative`},
+		{"decode negative, no --", []string{"decode", "-5"}, `ringflake: decode: "-5" is not an ID in decimal, base32 or base58; as decimal: ParseID "-5": ID out of range: negative`},
 		{"decode negative after flags", []string{"decode", "--format", "decimal", "1", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
-		{"decode negative after a flag's value", []string{"decode", "--datacenter-bits", "5", "-5"}, `ringflake: decode: ParseID "-5": ID out of range: negative`},
+		{"decode negative after a flag's value", []string{"decode", "--datacenter-bits", "5", "-5"}, `ringflake: decode: "-5" is not an ID in decimal, base32 or base58; as decimal: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
-			`ringflake: decode: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
+			`ringflake: decode: "9223372036854775808" is not an ID in decimal, base32 or base58; as decimal: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
 		{"decode lowercase base32", []string{"decode", "0am7qe674q401"},
-			`ringflake: decode: ParseBase32 "0am7qe674q401": invalid ID syntax: character "a" at offset 1 is not uppercase Crockford Base32`},
+			`ringflake: decode: "0am7qe674q401" is not an ID in decimal, base32 or base58; as base32: ParseBase32 "0am7qe674q401": invalid ID syntax: character "a" at offset 1 is not uppercase Crockford Base32`},
 		{"decode forced format", []string{"decode", "--format", "base32", "383078035417174017"},
 			`ringflake: decode: ParseBase32 "383078035417174017": invalid ID syntax: has 18 bytes; want 13 characters`},
 		{"decode bad format", []string{"decode", "--format", "hex", "1"},
@@ -273,6 +291,9 @@ func TestDecodeForms(t *testing.T) {
 		{"forced decimal", []string{"--format", "decimal", "383078035417174017"}},
 		{"forced base32", []string{"--format", "base32", "0AM7QE674Q401"}},
 		{"forced base58", []string{"--format=base58", "taKjQTiGEC"}},
+		{"base58", []string{"taKjQTiGEC"}},
+		{"the default layout named", []string{"--layout", "default", "383078035417174017"}},
+		{"bit widths", []string{"--layout", "41/10/12", "383078035417174017"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,14 +303,17 @@ func TestDecodeForms(t *testing.T) {
 			assert.Equal(t, want, stdout)
 		})
 	}
-	// Digits are decimal unless --format says otherwise.
+	// Digits that are Base58 too are read as the form --format names.
 	code, stdout, _ := invoke("decode", "--format", "base58", "21")
 	assert.Equal(t, 0, code)
 	assert.True(t, strings.HasPrefix(stdout, "58\t"), "Base58 21 is 58; got %q", stdout)
-	code, stdout, _ = invoke("decode", "21", "58")
+	code, stdout, _ = invoke("decode", "--format", "decimal", "21", "58")
 	assert.Equal(t, 0, code)
 	assert.Equal(t, 2, strings.Count(stdout, "\n"), "one line per ID")
-	assert.True(t, strings.HasPrefix(stdout, "21\t"), "auto reads digits as decimal; got %q", stdout)
+	assert.True(t, strings.HasPrefix(stdout, "21\t"), "--format decimal reads digits as decimal; got %q", stdout)
+	code, stdout, _ = invoke("decode", "--format", "base32", "0123456789012")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "38390726480134178\ttime=2024-04-15T22:31:02.458Z\tmachine=72\tsequence=34\tticks=9153062458\n", stdout)
 }
 
 // bounds prints lo and hi for WHERE id >= lo AND id < hi, from RFC 3339
@@ -363,4 +387,38 @@ func TestDatacenterFlags(t *testing.T) {
 		assert.Equal(t, 2, code, "%q", tt.args)
 		assert.Equal(t, tt.want, stderr, "%q", tt.args)
 	}
+}
+
+// --layout js makes gen issue IDs below 2^53, which decode and bounds read
+// under the same flag, and the other layouts refuse or read otherwise.
+func TestLayoutFlag(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := invoke("gen", "--layout", "js", "--machine-id", "63", "-n", "1000", "--no-state-file")
+	require.Equal(t, 0, code, "stderr %s", stderr)
+	ids := strings.Fields(stdout)
+	require.Len(t, ids, 1000)
+	js := ringflake.JSLayout()
+	for _, s := range ids {
+		id, err := ringflake.ParseID(s)
+		require.NoError(t, err)
+		require.Less(t, id, ringflake.ID(1<<53), "ID %d", id)
+		require.Equal(t, int64(63), js.Decompose(id).Machine, "ID %d", id)
+	}
+	first, _ := ringflake.ParseID(ids[0])
+	code, stdout, stderr = invoke("decode", "--layout", "js", ids[0])
+	require.Equal(t, 0, code, "stderr %s", stderr)
+	p := js.Decompose(first)
+	assert.Equal(t, fmt.Sprintf("%s\ttime=%s\tmachine=63\tsequence=%d\tticks=%d\n", ids[0], p.Time.Format(time.RFC3339Nano), p.Sequence, p.Ticks), stdout)
+	assert.WithinDuration(t, time.Now(), p.Time, time.Minute)
+
+	code, stdout, stderr = invoke("bounds", "--layout", "js", p.Time.Format(time.RFC3339Nano))
+	require.Equal(t, 0, code, "stderr %s", stderr)
+	lo, hi, err := js.Bounds(p.Time, p.Time.Add(time.Millisecond))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("%d\n%d\n", lo, hi), stdout)
+	assert.True(t, lo <= first && first < hi, "the ID is in its millisecond's bounds")
+
+	code, stdout, _ = invoke("decode", "--layout", "39/16/8", ids[0])
+	assert.Equal(t, 0, code, "bit widths read the same number otherwise")
+	assert.NotContains(t, stdout, "machine=63\t")
 }

@@ -133,21 +133,9 @@ func TestCLIProcessesKilledAndRestartedShareOneRedis(t *testing.T) {
 			outcomes["killed"]++
 		case p.code == 0:
 			outcomes["finished"]++
-			for _, line := range strings.Split(strings.TrimSuffix(p.stderr, "\n"), "\n") {
-				if line != "" {
-					assert.Regexp(t, `^level=(WARN|INFO) msg="ringflake: `, line, "a process that finished should print nothing on stderr but the library's log records, such as its wait for the inherited mark")
-				}
-			}
+			checkStderr(t, p)
 		default:
-			// The library's log records, as a wait for the mark, then the
-			// reason, on one line.
-			lines := strings.Split(strings.TrimSuffix(p.stderr, "\n"), "\n")
-			msg := lines[len(lines)-1]
-			outcomes[reason(msg)]++
-			for _, line := range lines[:len(lines)-1] {
-				assert.Regexp(t, `^level=(WARN|INFO) msg="ringflake: `, line, "%v: before the reason, only the library's log records", p.args)
-			}
-			assert.True(t, strings.HasPrefix(msg, "ringflake: gen: "), "%v: the reason %q should start with the command", p.args, msg)
+			outcomes[reason(checkStderr(t, p))]++
 		}
 	}
 	t.Logf("%d processes, %d IDs; outcomes %v", len(procs), len(all), outcomes)
@@ -156,6 +144,26 @@ func TestCLIProcessesKilledAndRestartedShareOneRedis(t *testing.T) {
 	for i := 1; i < len(all); i++ {
 		require.NotEqual(t, all[i-1], all[i], "ID %d printed twice across processes", all[i])
 	}
+}
+
+// checkStderr checks what gen p printed on stderr: the library's log
+// records, such as its wait for the inherited mark or a lease lost, and,
+// if it failed, then its reason on one line, which starts with the
+// command. It returns the reason, or "" for a process that finished.
+func checkStderr(t *testing.T, p proc) string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(p.stderr, "\n"), "\n")
+	msg := ""
+	if p.code != 0 {
+		msg, lines = lines[len(lines)-1], lines[:len(lines)-1]
+		assert.True(t, strings.HasPrefix(msg, "ringflake: gen: "), "%v: the reason %q should start with the command", p.args, msg)
+	}
+	for _, line := range lines {
+		if line != "" || p.code != 0 {
+			assert.Regexp(t, `^level=(WARN|INFO) msg="ringflake: `, line, "%v: besides its reason, only the library's log records; stderr %q", p.args, p.stderr)
+		}
+	}
+	return msg
 }
 
 // reason shortens a refusal to its kind, for the test's log.

@@ -112,7 +112,8 @@ func runServe(args []string, stderr io.Writer) error {
 		p.out.done()
 		return fmt.Errorf("serve: %w", err)
 	}
-	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.reason})
+	st.clock = p.out.clock
+	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.status})
 	srv := &http.Server{
 		Handler:           svc,
 		ReadHeaderTimeout: f.readTimeout,

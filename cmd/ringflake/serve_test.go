@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os/exec"
@@ -227,13 +228,15 @@ func TestServeProcess(t *testing.T) {
 	assert.Equal(t, 405, resp.StatusCode)
 	assert.JSONEq(t, `{"error":"method POST; want GET or HEAD"}`, string(b))
 
-	// HTTP's conventions: HEAD wherever GET, JSON for net/http's own 431.
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+	// HTTP's conventions: HEAD wherever GET, issuing nothing; JSON for
+	// net/http's own 431.
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/id", "/v1/ids?n=1000", "/api/snowflake/get/k"} {
 		resp, err := client.Head("http://" + s.addr + path)
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, 200, resp.StatusCode, "HEAD %s", path)
 	}
+	assert.Contains(t, mustGet(t, s.addr, "/metrics").body, "\nringflake_ids_issued_total 1002\n", "HEAD issued nothing")
 	r = mustGet(t, s.addr, "/v1/decode/"+strings.Repeat("1", 64<<10))
 	assert.Equal(t, 431, r.code, "a 64 KB URL")
 	assert.Equal(t, "application/json", r.header.Get("Content-Type"))
@@ -284,19 +287,49 @@ func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 }
 
 // A SIGTERM while serve waits for its machine ID stops it there: exit 0,
-// and the lease it took released, not held for a TTL.
+// and the lease it took released, not held for a TTL. Meanwhile the ID
+// endpoints' and /readyz's 503 say how long to wait in Retry-After: until
+// the clock passes the fresh Redis's floor, a TTL (20s) from its start,
+// rounded up to whole seconds. The stop is logged at INFO, not as a lease
+// lost: the release is serve's own.
 func TestServeSIGTERMWhileGettingItsMachineID(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "20s")
 	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:0") == "1" }, 10*time.Second, 10*time.Millisecond,
 		"the lease on machine ID 0 is taken while New waits out the floor")
-	require.Equal(t, 503, status(s.addr, "/readyz"), "still waiting: the floor is a 20s TTL")
+	var mark time.Time
+	require.Eventually(t, func() bool {
+		r, err := get(s.addr, "/readyz")
+		var ready readyz
+		if err != nil || r.code != 503 || json.Unmarshal([]byte(r.body), &ready) != nil {
+			return false
+		}
+		_, at, ok := strings.Cut(ready.Reason, "once the clock has passed the mark it inherited, ")
+		mark, err = time.Parse(time.RFC3339Nano, at)
+		return ok && err == nil
+	}, 10*time.Second, 10*time.Millisecond, "/readyz names the mark it waits for")
+	for _, path := range []string{"/v1/id", "/v1/ids?n=3", "/readyz"} {
+		before := time.Now()
+		r := mustGet(t, s.addr, path)
+		after := time.Now()
+		require.Equal(t, 503, r.code, "%s: still waiting: the floor is a 20s TTL; body %s", path, r.body)
+		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+		require.NoError(t, err, "%s: Retry-After %q", path, r.header.Get("Retry-After"))
+		lo, hi := int(math.Ceil(mark.Sub(after).Seconds())), int(math.Ceil(mark.Sub(before).Seconds()))
+		assert.True(t, lo <= retry && retry <= hi, "%s: Retry-After %d; want the %v to %v left until the mark, rounded up", path, retry, mark.Sub(after), mark.Sub(before))
+		assert.GreaterOrEqual(t, retry, 5, "%s: a floor of 20s is more than 5s away for a while", path)
+	}
+	sent := len(s.log())
 	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
 	assert.Equal(t, "0", srv.Do("EXISTS", "{ringflake}:LEASE:0"), "the lease is released at exit")
 	msgs := s.messages()
 	assert.Equal(t, "ringflake: stopped before serving", msgs[len(msgs)-1])
 	assert.Equal(t, true, s.log()[len(msgs)-1]["released"])
+	assert.NotContains(t, msgs, "ringflake: machine ID lease lost", "a stop is no lease lost")
+	for _, rec := range s.log()[sent:] {
+		assert.Equal(t, "INFO", rec["level"], "after the SIGTERM: %v", rec)
+	}
 }
 
 // TestServeSIGTERMWhileWaitingOutTheStateFilesMark starts serve on a fixed
@@ -323,6 +356,30 @@ func TestServeSIGTERMWhileWaitingOutTheStateFilesMark(t *testing.T) {
 }
 
 func stripHeader(r reply) reply { r.header = nil; return r }
+
+// serve --layout js issues IDs below 2^53 and decodes under the same
+// layout.
+func TestServeLayoutJS(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--layout", "js", "--machine-id", "63", "--state-dir", t.TempDir())
+	r := mustGet(t, s.addr, "/v1/ids?n=1000")
+	require.Equal(t, 200, r.code, "body %s", r.body)
+	ids, err := parseIDs("/v1/ids", r.body)
+	require.NoError(t, err)
+	require.Len(t, ids, 1000)
+	js := ringflake.JSLayout()
+	for _, id := range ids {
+		require.Less(t, id, ringflake.ID(1<<53), "ID %d", id)
+		require.Equal(t, int64(63), js.Decompose(id).Machine, "ID %d", id)
+	}
+	r = mustGet(t, s.addr, "/v1/decode/"+ids[0].Base32())
+	require.Equal(t, 200, r.code, "body %s", r.body)
+	assert.Contains(t, r.body, `"machine":63,`)
+	r = mustGet(t, s.addr, "/v1/decode/383078035417174017")
+	assert.Equal(t, 400, r.code, "an ID of the default layout")
+	assert.Contains(t, r.body, "the largest ID of the layout")
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+}
 
 // TestServeLeaseLost serves with a Redis lease and stops Redis: requests
 // get a 503 that names the cause and /readyz says why it is not ready;

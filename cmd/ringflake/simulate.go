@@ -42,8 +42,39 @@ func (r *rateFlag) Set(s string) error {
 	return nil
 }
 
+// modsFlag is a list of moduli written "16,1024".
+type modsFlag []int
+
+// maxMod bounds --mod: a chart cell per residue.
+const maxMod = 1 << 16
+
+func (m *modsFlag) String() string {
+	var parts []string
+	for _, n := range *m {
+		parts = append(parts, strconv.Itoa(n))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m *modsFlag) Set(s string) error {
+	var out modsFlag
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 2 || n > maxMod {
+			return fmt.Errorf("want N,... with each N in 2..%d", maxMod)
+		}
+		out = append(out, n)
+	}
+	if len(out) > 3 {
+		return fmt.Errorf("want at most 3 values of N")
+	}
+	*m = out
+	return nil
+}
+
 func runSimulate(args []string, stdout, stderr io.Writer) error {
 	var c sim.Config
+	var mods modsFlag
 	rate := rateFlag(10000)
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.DurationVar(&c.Rollback, "rollback", 500*time.Millisecond, "how far the clock steps back, one third into the run")
@@ -51,9 +82,12 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.Duration, "duration", 3*time.Second, "how long the load runs")
 	fs.IntVar(&c.Ring, "ring", defaultRing, "ringflake's ring size in slots (1 ms each); 0 means the default")
 	fs.DurationVar(&c.MaxWait, "max-wait", defaultMaxWait, "how long one call may wait, for both generators; 0 means the default, negative never to wait")
-	fs.StringVar(&c.SVG, "svg", "", "also write the timeline as an SVG chart to `FILE`")
+	fs.StringVar(&c.SVG, "svg", "", "also write the timeline as an SVG chart to `FILE`, or with --mod the counts of id % N")
+	fs.Var(&mods, "mod", "also count the IDs each generator served by id % `N`, for each N of a list such as 16,1024, "+
+		"and draw those counts with --svg: ringflake's ticks start their sequence at a spread value, the strict Snowflake's at 0 "+
+		"(at low traffic, as --rollback 0 --rate 500/s, that decides which shards get IDs)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: ringflake simulate [--rollback D] [--rate N/s] [--duration D] [--ring N] [--max-wait D] [--svg FILE]")
+		fmt.Fprintln(fs.Output(), "usage: ringflake simulate [--rollback D] [--rate N/s] [--duration D] [--ring N] [--max-wait D] [--mod N,...] [--svg FILE]")
 		fmt.Fprintln(fs.Output(), "Steps an injected clock back and compares ringflake with a strict Snowflake under the same load.")
 		fs.PrintDefaults()
 	}
@@ -61,6 +95,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c.Rate = float64(rate)
+	c.Mods = mods
 	c.StepAt = c.Duration / 3
 	// Zero means the default, as for the library's options; from here on a
 	// MaxWait of 0 means never to wait.

@@ -75,3 +75,29 @@ func TestSimulateSVGErrors(t *testing.T) {
 		})
 	}
 }
+
+// --mod counts id % N of the IDs each generator served, in the table, and
+// with --svg draws those counts instead of the timeline.
+func TestSimulateCommandMod(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "spread.svg")
+	code, stdout, stderr := invoke("simulate", "--rollback", "0", "--rate", "500/s", "--duration", "200ms", "--mod", "16,1024", "--svg", path)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Contains(t, stdout, "\nid % 16, of the IDs served:\n")
+	assert.Contains(t, stdout, "\nid % 1024, of the IDs served:\n")
+	assert.Regexp(t, `\nresidues used +\d+/16 +\d+/16\n`, stdout)
+	svg, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), `data-mod="16"`)
+	assert.Contains(t, string(svg), `data-mod="1024"`)
+	assert.NotContains(t, string(svg), `data-bucket=`, "the counts, not the timeline")
+	for _, tt := range []struct{ mod, want string }{
+		{"1", "ringflake: simulate: invalid value \"1\" for flag -mod: want N,... with each N in 2..65536"},
+		{"16,x", "ringflake: simulate: invalid value \"16,x\" for flag -mod: want N,... with each N in 2..65536"},
+		{"2,3,4,5", "ringflake: simulate: invalid value \"2,3,4,5\" for flag -mod: want at most 3 values of N"},
+	} {
+		code, _, stderr := invoke("simulate", "--mod", tt.mod)
+		assert.Equal(t, 2, code, "--mod %s", tt.mod)
+		assert.Equal(t, tt.want+"\n", stderr, "--mod %s", tt.mod)
+	}
+}

@@ -20,23 +20,23 @@ type sourceFlags struct {
 	maxWait     time.Duration
 	clockOffset time.Duration
 	datacenter  int64
-	dcBits      int
-	lease       leaseFlags
-	state       stateFlags
-	set         map[string]bool // the flags given; filled by check
+	layoutFlags
+	lease leaseFlags
+	state stateFlags
+	set   map[string]bool // the flags given; filled by check
 }
 
 // register defines the flags on fs, whose name is the command's.
 func (f *sourceFlags) register(fs *flag.FlagSet) {
 	f.cmd = fs.Name()
-	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023 (with --datacenter-bits, the worker within --datacenter); every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
+	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023 in the default layout, 0..63 in js (with --datacenter-bits, the worker within --datacenter); every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
 	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (0, the default: 30s; at least the lease TTL plus --max-clock-offset to ride out a Redis restart)")
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed (0, the default: 100ms; negative: never wait)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
-	registerDatacenterBits(fs, &f.dcBits)
+	f.layoutFlags.register(fs, true)
 	fs.Int64Var(&f.datacenter, "datacenter", 0, "the datacenter `N`, 0..2^B-1, for a layout split by --datacenter-bits B; "+
-		"--machine-id then gives the worker within it, 0..2^(10-B)-1, and a lease takes one of the datacenter's machine IDs (--machine-range then names workers)")
+		"--machine-id then gives the worker within it, 0..2^(10-B)-1 in the default layout, and a lease takes one of the datacenter's machine IDs (--machine-range then names workers)")
 	f.lease.register(fs)
 	f.state.register(fs)
 }
@@ -53,26 +53,9 @@ func (f *sourceFlags) effectiveMaxWait() time.Duration {
 	return f.maxWait
 }
 
-// registerDatacenterBits defines --datacenter-bits, which gen, serve and
-// decode share.
-func registerDatacenterBits(fs *flag.FlagSet, bits *int) {
-	fs.IntVar(bits, "datacenter-bits", 0, "split the machine ID's 10 bits into `B` bits of datacenter and the rest of worker, 0..10 (5 is Twitter's split; 0, the default, none)")
-}
-
-// layoutOf returns the default layout split by bits of datacenter, or a
-// usage error naming the flag.
-func layoutOf(cmd string, bits int) (ringflake.Layout, error) {
-	l := ringflake.DefaultLayout()
-	if bits < 0 || bits > l.MachineBits {
-		return l, usageError("%s: --datacenter-bits = %d; want 0..%d", cmd, bits, l.MachineBits)
-	}
-	l.DatacenterBits = bits
-	return l, nil
-}
-
 // layout returns the generator's layout.
 func (f *sourceFlags) layout() ringflake.Layout {
-	l, _ := layoutOf(f.cmd, f.dcBits) // check has refused bad bits
+	l, _ := f.layoutFlags.layout(f.cmd) // check has refused a bad one
 	return l
 }
 
@@ -107,7 +90,7 @@ func (f *sourceFlags) sourceName() string {
 func (f *sourceFlags) check(fs *flag.FlagSet) error {
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if _, err := layoutOf(f.cmd, f.dcBits); err != nil {
+	if _, err := f.layoutFlags.layout(f.cmd); err != nil {
 		return err
 	}
 	if f.set["datacenter"] && f.dcBits == 0 {

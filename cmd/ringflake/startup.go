@@ -30,6 +30,7 @@ type startup struct {
 
 	leaser machineid.Leaser                // the store's, or nil for a fixed ID
 	lease  atomic.Pointer[machineid.Lease] // the lease's latest report; nil before the first
+	clock  func() time.Time                // the generator's, for status; set with leaser, or time.Now
 }
 
 func newStartup(stop context.Context, source string) *startup {
@@ -69,6 +70,23 @@ func (st *startup) reason() string {
 	}
 	return fmt.Sprintf("starting with machine ID %d from %s, once the clock has passed the mark it inherited, %s",
 		l.ID, from, l.After.UTC().Format(time.RFC3339Nano))
+}
+
+// status is reason, with how long until the generator can issue, as far as
+// the lease's reports tell: until the clock passes the mark the lease
+// inherited, or 0 (not known) before there is one, such as while the
+// machine ID is acquired. It is serve's answer before the generator is made,
+// Retry-After's figure included.
+func (st *startup) status() (string, time.Duration) {
+	var wait time.Duration
+	if l := st.lease.Load(); l != nil && l.Held && !l.After.IsZero() {
+		now := time.Now
+		if st.clock != nil {
+			now = st.clock
+		}
+		wait = max(l.After.Sub(now()), 0)
+	}
+	return st.reason(), wait
 }
 
 // start makes the generator as p.make does, with st.stop as New's context:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_file"
 )
@@ -57,6 +59,61 @@ func TestGenRestartBehind(t *testing.T) {
 	assert.Contains(t, stderr, "ahead of the clock", "fails with the mark ahead: %s", stderr)
 	assert.Contains(t, stderr, "--acquire-timeout", "names the flag that buys a longer wait: %s", stderr)
 	assert.Equal(t, 1, strings.Count(stderr, "\n"), "in one line: %q", stderr)
+}
+
+// TestGenRestartAfterKill SIGKILLs gen issuing on a fixed machine ID, with
+// the CLI's defaults, and takes the ID at once, as a restart would: the
+// mark it inherits covers every ID the killed process printed, and is at
+// most 500ms (the state file's default TTL) past the moment it died, so a
+// restart waits no longer than that for its clock to pass it. (How long a
+// restart takes, measured, is in docs/leases.md.)
+func TestGenRestartAfterKill(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, printed := startStateGen(t, buildCLI(t), dir, 13)
+	lines := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(printed); lines <- string(b) }()
+	time.Sleep(300 * time.Millisecond) // a renewal or two (every 167ms); the bound holds at any moment
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	died := time.Now()
+	var last time.Time
+	for _, line := range strings.Split(<-lines, "\n") {
+		if id, err := ringflake.ParseID(line); err == nil {
+			if at := ringflake.DefaultLayout().Decompose(id).Time; at.After(last) {
+				last = at
+			}
+		}
+	}
+	require.False(t, last.IsZero(), "the killed process printed IDs")
+
+	h, err := machineid_file.New(dir, machineid.WithRange(13, 13))
+	require.NoError(t, err)
+	defer h.Release(time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = h.MachineID(ctx)
+	require.NoError(t, err, "the killed process's ID is free at once")
+	mark := h.Lease().After
+	assert.False(t, mark.Before(last), "the mark %v covers the last ID printed, of %v", mark, last)
+	assert.LessOrEqual(t, mark.Sub(died), 500*time.Millisecond, "how far past the crash the mark is: what a restart waits at most")
+}
+
+// startStateGen starts the CLI bin's gen on the fixed machine ID id with its
+// state file in dir, issuing until it is killed (at the end of the test at
+// the latest), and returns it once it has printed its first ID, with the
+// rest of its output to read.
+func startStateGen(t *testing.T, bin, dir string, id int) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(bin, "gen", "-n", "1000000000000", "--machine-id", strconv.Itoa(id), "--state-dir", dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	printed := bufio.NewReader(out)
+	_, err = printed.ReadString('\n') // it issues
+	require.NoError(t, err)
+	return cmd, printed
 }
 
 // TestGenTwinRefused runs gen on a fixed machine ID that another holder
@@ -114,19 +171,13 @@ func TestGenTwinProcesses(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	dir := t.TempDir()
-	first := exec.Command(bin, "gen", "-n", "1000000000", "--machine-id", "8", "--state-dir", dir)
-	out, err := first.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, first.Start())
-	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
-	_, err = bufio.NewReader(out).ReadString('\n') // it issues
-	require.NoError(t, err)
+	first, out := startStateGen(t, bin, dir, 8)
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 
 	var stdout, stderr bytes.Buffer
 	second := exec.Command(bin, "gen", "-n", "1000000", "--machine-id", "8", "--state-dir", dir, "--acquire-timeout", "1s")
 	second.Stdout, second.Stderr = &stdout, &stderr
-	err = second.Run()
+	err := second.Run()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the second exits non-zero")
 	assert.Equal(t, 1, exit.ExitCode())
@@ -166,10 +217,15 @@ func TestStateFileDatacenterSplit(t *testing.T) {
 	holder := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--datacenter-bits", "5", "--datacenter", "3", "--machine-id", "4", "--state-dir", dir)
 	require.NoError(t, holder.Start())
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	// The holder's mark in the file names the whole machine ID, and says
+	// the holder has locked it: it is written only then. The file alone
+	// exists a moment before the lock, and a gen started in that moment
+	// took the ID first (under a CPU hog, 3 runs in 60).
+	holds := fmt.Sprintf(" pid=%d ", holder.Process.Pid)
 	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(dir, "machine-100"))
-		return err == nil
-	}, 10*time.Second, 5*time.Millisecond, "the holder's file names the whole machine ID")
+		b, err := os.ReadFile(filepath.Join(dir, "machine-100"))
+		return err == nil && strings.Contains(string(b), holds)
+	}, 10*time.Second, 5*time.Millisecond, "the holder's mark is in machine-100's file")
 
 	code, stdout, stderr := invoke("gen", "-n", "1", "--machine-id", "100", "--state-dir", dir)
 	assert.Equal(t, 1, code, "the same machine ID without the split: stderr %q", stderr)

@@ -41,7 +41,9 @@ const (
 //	GET /healthz                  200 while the process runs, from the moment it listens
 //	GET /readyz                   200 while the generator can issue now, else 503 with the reason
 //
-// HEAD answers as GET would, without the body. Until the generator is
+// HEAD answers as GET would, status and headers, without the body and
+// without issuing: an ID endpoint answers 200 while the generator is ready
+// (Generator.Ready), else the 503 a GET would get. Until the generator is
 // ready (while its machine ID is acquired, or its inherited mark waited
 // out), /readyz and the ID endpoints answer 503 with the reason. Every
 // other path is a 404 and every other method a 405, each with a JSON body
@@ -51,7 +53,7 @@ const (
 // safe for concurrent use.
 type Service struct {
 	gen      atomic.Pointer[ringflake.Generator] // nil until ready; stored once
-	starting func() string                       // why there is no generator yet; written once by New
+	starting func() (string, time.Duration)      // why there is no generator yet, and the wait; written once by New
 	layout   ringflake.Layout                    // the generator's, written once by New
 	maxBatch int                                 // written once by New
 	mux      *http.ServeMux                      // written once by New
@@ -65,7 +67,10 @@ type Service struct {
 type Config struct {
 	MaxBatch int              // the most IDs /v1/ids hands out at once; 0 means DefaultMaxBatch
 	Layout   ringflake.Layout // the generator's layout, for /v1/decode before it is ready; zero means the default
-	Starting func() string    // why the service is not ready before its generator is; nil means "starting"
+	// Starting says why the service is not ready before its generator is,
+	// and how long until it may be, or 0 if that is not known; nil means
+	// "starting", for an unknown time.
+	Starting func() (reason string, wait time.Duration)
 }
 
 // New returns the HTTP API over g, which stays the caller's to Close. A
@@ -80,7 +85,7 @@ func New(g *ringflake.Generator, c Config) *Service {
 		c.Layout = ringflake.DefaultLayout()
 	}
 	if c.Starting == nil {
-		c.Starting = func() string { return "starting" }
+		c.Starting = func() (string, time.Duration) { return "starting", 0 }
 	}
 	s := &Service{starting: c.Starting, layout: c.Layout, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
 	s.ids.New = func() any { b := make([]ringflake.ID, s.maxBatch); return &b }
@@ -141,17 +146,44 @@ func cleanPath(p string) string {
 	return c
 }
 
+// issuer is what the ID endpoints issue from: the generator for GET, and
+// for HEAD a stand-in that issues nothing.
+type issuer interface {
+	NextID() (ringflake.ID, error)
+	NextN(dst []ringflake.ID) (int, error)
+}
+
+// dryRun stands in for a generator on HEAD: it answers as the generator
+// would now, by Generator.Ready, and issues nothing. Its IDs are zeros,
+// which the handlers do not write for HEAD.
+type dryRun struct{ g *ringflake.Generator }
+
+func (r dryRun) NextID() (ringflake.ID, error) { return 0, r.g.Ready() }
+
+func (r dryRun) NextN(dst []ringflake.ID) (int, error) {
+	if err := r.g.Ready(); err != nil {
+		return 0, err
+	}
+	return len(dst), nil
+}
+
 // issuing passes a request on to h, which issues IDs, once the service has
-// a generator, and answers 503 with the reason until then.
-func (s *Service) issuing(h func(*ringflake.Generator, http.ResponseWriter, *http.Request)) http.HandlerFunc {
+// a generator, and answers 503 with the reason until then: with a
+// Retry-After of the wait Config.Starting gives, or 1. HEAD goes to h with
+// a dryRun in place of the generator.
+func (s *Service) issuing(h func(issuer, http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		g := s.gen.Load()
-		if g == nil {
-			w.Header().Set("Retry-After", "1")
-			replyError(w, http.StatusServiceUnavailable, "not ready: "+s.starting())
-			return
+		switch {
+		case g == nil:
+			reason, wait := s.starting()
+			w.Header().Set("Retry-After", seconds(wait))
+			replyError(w, http.StatusServiceUnavailable, "not ready: "+reason)
+		case r.Method == http.MethodHead:
+			h(dryRun{g}, w, r)
+		default:
+			h(g, w, r)
 		}
-		h(g, w, r)
 	}
 }
 
@@ -178,7 +210,7 @@ func onlyGET(h http.HandlerFunc) http.Handler {
 // leaf answers as Meituan Leaf's Snowflake endpoint does: the ID in plain
 // decimal text, without a newline. Leaf's Snowflake mode ignores the key
 // (only its segment mode uses it), and so does this.
-func (s *Service) leaf(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
+func (s *Service) leaf(g issuer, w http.ResponseWriter, r *http.Request) {
 	id, err := g.NextID()
 	if err != nil {
 		issueError(w, err)
@@ -187,11 +219,13 @@ func (s *Service) leaf(g *ringflake.Generator, w http.ResponseWriter, _ *http.Re
 	var buf [20]byte
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = textType, noStore
-	_, _ = w.Write(strconv.AppendInt(buf[:0], int64(id), 10))
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(strconv.AppendInt(buf[:0], int64(id), 10))
+	}
 }
 
 // id answers {"id":"..."}.
-func (s *Service) id(g *ringflake.Generator, w http.ResponseWriter, _ *http.Request) {
+func (s *Service) id(g issuer, w http.ResponseWriter, r *http.Request) {
 	id, err := g.NextID()
 	if err != nil {
 		issueError(w, err)
@@ -203,13 +237,16 @@ func (s *Service) id(g *ringflake.Generator, w http.ResponseWriter, _ *http.Requ
 	b = append(b, "\"}\n"...)
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = jsonType, noStore
-	_, _ = w.Write(b)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
 }
 
 // batch answers {"ids":["...",...]} with n IDs from one NextN call. A
 // batch that fails part way is a 503: the IDs it did get are dropped,
-// unused, rather than handed out short.
-func (s *Service) batch(g *ringflake.Generator, w http.ResponseWriter, r *http.Request) {
+// unused, rather than handed out short. HEAD gets the headers without
+// Content-Length, which only the IDs would tell.
+func (s *Service) batch(g issuer, w http.ResponseWriter, r *http.Request) {
 	n, msg := batchSize(r.URL.RawQuery, s.maxBatch)
 	if msg != "" {
 		replyError(w, http.StatusBadRequest, msg)
@@ -219,6 +256,11 @@ func (s *Service) batch(g *ringflake.Generator, w http.ResponseWriter, r *http.R
 	defer s.ids.Put(ids)
 	if _, err := g.NextN((*ids)[:n]); err != nil {
 		issueError(w, err)
+		return
+	}
+	if r.Method == http.MethodHead {
+		h := w.Header()
+		h["Content-Type"], h["Cache-Control"] = jsonType, noStore
 		return
 	}
 	buf := s.bufs.Get().(*[]byte)
@@ -278,22 +320,22 @@ type decoded struct {
 	Sequence   int64        `json:"sequence"`
 }
 
-// decode answers the parts of an ID under the generator's layout: decimal
-// or Base32 as decode reads them, or the form ?format= names (decimal,
-// base32, base58, auto).
+// decode answers the parts of an ID under the generator's layout, read as
+// the decode command reads it: in the one form that reads it, or the form
+// ?format= names (decimal, base32, base58, auto). An ID two forms read is
+// a 400 that gives both readings.
 func (s *Service) decode(w http.ResponseWriter, r *http.Request) {
 	format := "auto"
 	if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && q.Has("format") {
 		format = q.Get("format")
 	}
-	parse, ok := idtext.Parser(format)
-	if !ok {
-		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want auto, decimal, base32 or base58", idtext.Quote(format)))
+	if !idtext.Known(format) {
+		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want %s", idtext.Quote(format), idtext.Formats))
 		return
 	}
-	id, err := parse(r.PathValue("id"))
+	id, err := idtext.Reader{Layout: s.layout, Ask: "?format="}.Parse(r.PathValue("id"), format)
 	if err != nil {
-		replyError(w, http.StatusBadRequest, strings.Replace(err.Error(), "--format base58", "?format=base58", 1))
+		replyError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p := s.layout.Decompose(id)
@@ -322,7 +364,9 @@ type readiness struct {
 func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
 	g := s.gen.Load()
 	if g == nil {
-		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: -1, Reason: s.starting()})
+		reason, wait := s.starting()
+		w.Header().Set("Retry-After", seconds(wait))
+		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: -1, Reason: reason})
 		return
 	}
 	machine := g.Lease().ID
@@ -350,14 +394,20 @@ func retryAfter(w http.ResponseWriter, err error) {
 	var ce *ringflake.ClockError
 	switch {
 	case errors.Is(err, ringflake.ErrClockBehind), errors.Is(err, ringflake.ErrMarkAhead):
-		by := time.Second
+		var by time.Duration
 		if errors.As(err, &ce) {
 			by = ce.By
 		}
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(by.Seconds())))))
+		w.Header().Set("Retry-After", seconds(by))
 	case errors.Is(err, ringflake.ErrLeaseLost), errors.Is(err, ringflake.ErrSequenceExhausted):
 		w.Header().Set("Retry-After", "1")
 	}
+}
+
+// seconds writes a wait as Retry-After's whole seconds, rounded up, and
+// at least 1: a wait of 0 is one not known.
+func seconds(wait time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 }
 
 // replyError answers {"error":msg} with status code.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,12 +164,14 @@ func TestServiceBadInput(t *testing.T) {
 		{"GET", "/v1/ids?n=3;x", 400, `n = "3;x"; want an integer in 1..4096`},
 		{"GET", "/v1/ids?n=2&n=3", 400, "n is given 2 times; give it once"},
 		{"GET", "/v1/ids?n=" + strings.Repeat("9", 10000), 400, `n = "99999999999999999999999999999999"...; want`},
-		{"GET", "/v1/decode/abc", 400, `"abc" is neither decimal nor 13-character base32; for a base58 ID give ?format=base58`},
+		{"GET", "/v1/decode/abl", 400, `"abl" is not an ID in decimal, base32 or base58; as base58: ParseBase58 "abl": invalid ID syntax: character "l" at offset 2 is not in the Base58 alphabet`},
+		{"GET", "/v1/decode/0123456789012", 400, `"0123456789012" is ambiguous: decimal 123456789012 (time 2024-01-01T00:00:29.434Z, machine 401, sequence 2580) or base32 38390726480134178 (time 2024-04-15T22:31:02.458Z, machine 72, sequence 34); give ?format=decimal or ?format=base32`},
+		{"GET", "/v1/decode/1", 400, `"1" is ambiguous: decimal 1 (`},
 		{"GET", "/v1/decode/abc?format=hex", 400, `format = "hex"; want auto, decimal, base32 or base58`},
 		{"GET", "/v1/decode/" + strings.Repeat("7", 10000), 400, `ParseID "77777777777777777777777777777777"...: ID out of range`},
 		{"GET", "/v1/decode/-5", 400, `ParseID "-5": ID out of range: negative`},
 		{"GET", "/v1/decode/9223372036854775808", 400, "ID out of range: above 2^63-1"},
-		{"GET", "/v1/decode/12%20", 400, `"12 " is neither decimal`},
+		{"GET", "/v1/decode/12%20", 400, `"12 " is not an ID in decimal, base32 or base58`},
 		{"GET", "/" + strings.Repeat("x", 10000), 404, `no such path "/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"...`},
 		{"GET", "/nope", 404, `no such path "/nope"`},
 		{"GET", "/", 404, `no such path "/"`},
@@ -193,7 +196,7 @@ func TestServiceBadInput(t *testing.T) {
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), "body %q", w.Body)
 			assert.Len(t, body, 1, "only the error in %v", body)
 			assert.Contains(t, body["error"], tt.want)
-			assert.Less(t, len(body["error"]), 200, "echoed input is cut")
+			assert.Less(t, len(body["error"]), 300, "echoed input is cut (to 32 bytes; an ambiguous ID's two readings take 235)")
 			if tt.code == 405 {
 				assert.Equal(t, "GET, HEAD", w.Header().Get("Allow"))
 			}
@@ -353,7 +356,13 @@ func TestServiceReadyFollowsTheLease(t *testing.T) {
 		assert.Equal(t, s.retry, w.Header().Get("Retry-After"), "%s: /readyz's Retry-After", s.name)
 		assert.Equal(t, http.StatusServiceUnavailable, id.Code, "%s: /v1/id; body %s", s.name, id.Body)
 		assert.Equal(t, s.retry, id.Header().Get("Retry-After"), "%s: /v1/id's Retry-After", s.name)
+		head := request(svc, "HEAD", "/v1/ids?n=5")
+		assert.Equal(t, http.StatusServiceUnavailable, head.Code, "%s: HEAD /v1/ids", s.name)
+		assert.Equal(t, s.retry, head.Header().Get("Retry-After"), "%s: HEAD /v1/ids's Retry-After", s.name)
 	}
+	issued := g.Stats().Issued
+	assert.Equal(t, http.StatusOK, request(svc, "HEAD", "/v1/ids?n=5").Code, "ready again")
+	assert.Equal(t, issued, g.Stats().Issued, "HEAD issues nothing")
 }
 
 // Any request gets an answer of a status the API documents, never a
@@ -401,24 +410,42 @@ func newFuzzService(f *testing.F) (*Service, *ringflake.Generator) {
 	return New(g, Config{}), g
 }
 
-// HEAD works wherever GET does: the same status and headers, no body.
+// HEAD works wherever GET does: the same status and headers, no body, and
+// on the ID endpoints no ID issued: a HEAD asks whether a GET would be
+// answered, it does not take an ID and throw it away.
 func TestServiceHEAD(t *testing.T) {
 	t.Parallel()
-	svc, _ := newTestService(t, fakeclock.New(start))
+	clock := fakeclock.New(start)
+	svc, g := newTestService(t, clock)
 	srv := httptest.NewServer(svc)
 	defer srv.Close()
-	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/id", "/v1/ids?n=2", "/v1/decode/1", "/api/snowflake/get/k"} {
-		get, err := srv.Client().Get(srv.URL + path)
-		require.NoError(t, err)
-		get.Body.Close()
+	paths := []string{"/healthz", "/readyz", "/metrics", "/v1/id", "/v1/ids?n=4096", "/v1/decode/0", "/api/snowflake/get/k", "/v1/ids?n=0", "/v1/decode/1", "/nope"}
+	heads := map[string]*http.Response{}
+	for _, path := range paths {
 		head, err := srv.Client().Head(srv.URL + path)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(head.Body)
 		head.Body.Close()
-		assert.Equal(t, http.StatusOK, head.StatusCode, "HEAD %s", path)
-		assert.Equal(t, get.Header.Get("Content-Type"), head.Header.Get("Content-Type"), "HEAD %s", path)
 		assert.Empty(t, body, "HEAD %s has no body", path)
+		heads[path] = head
 	}
+	assert.Zero(t, g.Stats().Issued, "HEAD issues nothing")
+	w := request(svc, "GET", "/metrics")
+	assert.Contains(t, w.Body.String(), "\nringflake_ids_issued_total 0\n")
+	for _, path := range paths {
+		clock.Add(time.Millisecond) // a fresh tick for each GET: a batch of 4096 needs a whole one
+		get, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		get.Body.Close()
+		head := heads[path]
+		assert.Equal(t, get.StatusCode, head.StatusCode, "HEAD %s", path)
+		for _, h := range []string{"Content-Type", "Cache-Control", "Retry-After", "Allow"} {
+			assert.Equal(t, get.Header.Get(h), head.Header.Get(h), "HEAD %s: %s", path, h)
+		}
+	}
+	assert.Equal(t, http.StatusBadRequest, heads["/v1/ids?n=0"].StatusCode, "bad input is a 400 for HEAD as for GET")
+	assert.Empty(t, heads["/v1/ids?n=4096"].Header.Get("Content-Length"), "only the IDs would tell a batch's length")
+	assert.Equal(t, uint64(1+4096+1), g.Stats().Issued, "the GETs' IDs alone")
 }
 
 // An unclean path is served as its clean form, never redirected with an
@@ -440,18 +467,31 @@ func TestServiceUncleanPaths(t *testing.T) {
 func TestServiceBeforeReady(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(start)
-	svc := New(nil, Config{Starting: func() string { return "acquiring the machine ID from the lease redis://x" }})
+	var wait atomic.Int64 // the Starting wait, in nanoseconds
+	svc := New(nil, Config{Starting: func() (string, time.Duration) {
+		return "acquiring the machine ID from the lease redis://x", time.Duration(wait.Load())
+	}})
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/healthz").Code)
 	w := request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"acquiring the machine ID from the lease redis://x"}`, w.Body.String())
+	assert.Equal(t, "1", w.Header().Get("Retry-After"), "an unknown wait")
 	for _, path := range []string{"/v1/id", "/v1/ids?n=3", "/api/snowflake/get/k"} {
-		w = request(svc, "GET", path)
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
-		assert.Equal(t, "1", w.Header().Get("Retry-After"), path)
-		assert.JSONEq(t, `{"error":"not ready: acquiring the machine ID from the lease redis://x"}`, w.Body.String(), path)
+		for _, method := range []string{"GET", "HEAD"} {
+			w = request(svc, method, path)
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code, path)
+			assert.Equal(t, "1", w.Header().Get("Retry-After"), "%s %s: an unknown wait", method, path)
+			assert.JSONEq(t, `{"error":"not ready: acquiring the machine ID from the lease redis://x"}`, w.Body.String(), path)
+		}
 	}
-	assert.Equal(t, http.StatusOK, request(svc, "GET", "/v1/decode/1").Code, "decoding needs no generator")
+	// Retry-After is the wait, in whole seconds rounded up.
+	for wt, want := range map[time.Duration]string{9*time.Second + time.Millisecond: "10", 5 * time.Second: "5", 4500 * time.Millisecond: "5", time.Millisecond: "1"} {
+		wait.Store(int64(wt))
+		for _, path := range []string{"/v1/id", "/readyz"} {
+			assert.Equal(t, want, request(svc, "GET", path).Header().Get("Retry-After"), "%s while %v are left", path, wt)
+		}
+	}
+	assert.Equal(t, http.StatusOK, request(svc, "GET", "/v1/decode/0").Code, "decoding needs no generator")
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/metrics").Code)
 
 	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(3), ringflake.WithClock(clock.Now))
@@ -463,8 +503,9 @@ func TestServiceBeforeReady(t *testing.T) {
 	assert.Contains(t, request(svc, "GET", "/metrics").Body.String(), "\nringflake_ids_issued_total 1\n")
 }
 
-// /v1/decode reads every form decode reads, and shows the datacenter and
-// worker of a split layout.
+// /v1/decode reads every form decode reads, under the service's layout
+// (0123456789012 is decimal alone under JSLayout: read as Base32 it is too
+// wide for it), and shows the datacenter and worker of a split layout.
 func TestServiceDecodeForms(t *testing.T) {
 	t.Parallel()
 	id := ringflake.ID(382862780006428673)
@@ -479,6 +520,10 @@ func TestServiceDecodeForms(t *testing.T) {
 		{"/v1/decode/" + id.String(), ringflake.Layout{}, want},
 		{"/v1/decode/" + id.Base32(), ringflake.Layout{}, want},
 		{"/v1/decode/" + id.Base58() + "?format=base58", ringflake.Layout{}, want},
+		{"/v1/decode/" + id.Base58(), ringflake.Layout{}, want},
+		{"/v1/decode/0123456789012?format=base32", ringflake.Layout{}, `{"id":"38390726480134178","time":"2024-04-15T22:31:02.458Z","machine":72,"sequence":34}`},
+		{"/v1/decode/9007199254740991", ringflake.JSLayout(), `{"id":"9007199254740991","time":"2093-09-06T15:47:35.551Z","machine":63,"sequence":63}`},
+		{"/v1/decode/0123456789012", ringflake.JSLayout(), `{"id":"123456789012","time":"2024-01-01T08:22:20.817Z","machine":40,"sequence":20}`},
 		{"/v1/decode/" + id.Base32() + "?format=base32", ringflake.Layout{}, want},
 		{"/v1/decode/" + id.String(), split, `{"id":"382862780006428673","time":"2026-11-22T12:00:00Z","machine":7,"datacenter":0,"worker":7,"sequence":1}`},
 	}

@@ -78,7 +78,11 @@ func saveChart(f *os.File, c Config, res []laneResult) error {
 	if f == nil {
 		return nil
 	}
-	err := writeChart(f, c, res)
+	draw := writeChart
+	if len(c.Mods) > 0 {
+		draw = writeSpread
+	}
+	err := draw(f, c, res)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -127,6 +131,7 @@ func report(stdout io.Writer, c Config, res []laneResult) error {
 		at := c.Duration * time.Duration(i) / time.Duration(c.rows)
 		fmt.Fprintf(w, "%7.3fs %c  %s   %s\n", at.Seconds(), mark, bar(res[0].rows[i]), bar(res[1].rows[i]))
 	}
+	spreadReport(w, c, res)
 	return w.Flush()
 }
 

@@ -25,6 +25,9 @@ type Config struct {
 	Ring     int           // ringflake's ring size, in slots
 	MaxWait  time.Duration // each generator's bound on one call's waiting
 	SVG      string        // the file Run draws the chart in; "" for none
+	// Mods are the N of id % N to count the IDs served by; with any, the
+	// chart is of those counts rather than of the timeline.
+	Mods []int
 
 	rows int // timeline rows; 0 means defaultRows
 	// virtual runs without real time: each request sets the elapsed time
@@ -139,6 +142,7 @@ type laneResult struct {
 	firstErr     error
 	buckets      []rowCount // by when requests were due; the chart draws them
 	rows         []rowCount // the timeline's rows, each bucketsPerRow buckets added up
+	residues     [][]int    // for each of Config.Mods, the IDs served by id % N
 }
 
 // rowCount is what a lane did with the requests due in one stretch of the
@@ -324,6 +328,7 @@ func (c Config) merge(name string, ts []*tally) laneResult {
 		r.rows[k/bucketsPerRow].add(b)
 		r.longest = max(r.longest, b.longest)
 	}
+	r.residues = residues(ids, c.Mods)
 	r.dups = duplicates(ids)
 	return r
 }
