@@ -77,12 +77,12 @@ func (s *store) fleetClock(ctx context.Context, token string, kvs []*mvccpb.KeyV
 	if len(est)%2 == 0 {
 		mid = est[len(est)/2-1].Add(mid.Sub(est[len(est)/2-1]) / 2)
 	}
-	what := "clocks"
+	source := fmt.Sprintf("the median of %d live holders' clocks", len(est))
 	if len(est) == 1 {
-		what = "clock"
+		source = "the one live holder's clock"
 	}
 	return machineid.Reading{
-		Source: fmt.Sprintf("the median of %d live holders' %s", len(est), what),
+		Source: source,
 		Time:   mid,
 		Within: time.Second / 2,
 	}

@@ -113,13 +113,13 @@ const defaultMaxMachine = 1023
 // messages. The lease hands out machine IDs base..base+maxMachine: the
 // layout's (base 0), or, with a datacenter split (split), the datacenter's
 // (Layout.Workers), the default range then, of which --machine-range
-// names the workers.
-func (l *leaseFlags) leaser(base, maxMachine int64, split bool) (_ machineid.Leaser, done func(), name string, _ error) {
+// names the workers. clock is the generator's, nil for time.Now.
+func (l *leaseFlags) leaser(base, maxMachine int64, split bool, clock func() time.Time) (_ machineid.Leaser, done func(), name string, _ error) {
 	u, err := l.parsed()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, MaxOffset: l.offset}
+	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, MaxOffset: l.offset, Clock: clock}
 	what := "machine IDs"
 	switch {
 	case split:

@@ -165,7 +165,7 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 	where := f.cmd
 	switch {
 	case f.lease.url != "":
-		leaser, done, name, err := f.lease.leaser(base, maxMachine, split)
+		leaser, done, name, err := f.lease.leaser(base, maxMachine, split, clock)
 		if err != nil {
 			return nil, err
 		}

@@ -120,10 +120,10 @@ type Harness struct {
 	TTL time.Duration
 
 	// Reference names the clock the store checks a holder's against, as
-	// its Grants report it (machineid.Reading.Source), or the start of its
-	// name, such as "Redis's clock (TIME)" or "the median of": the Clock
-	// subtest then checks that a holder whose clock is 30s off is refused
-	// at once. NewLeaser must then return a
+	// its Grants report it (machineid.Reading.Source), or a part of every
+	// name it gives it, such as "Redis's clock (TIME)" or "live holder":
+	// the Clock subtest then checks that a holder whose clock is 30s off is
+	// refused at once. NewLeaser must then return a
 	// *machineid.Holder, to which ringflake.New hands the generator's
 	// clock. "" (a store with no reference, such as the file store) skips
 	// the subtest. A store whose reference is the live holders' clocks is

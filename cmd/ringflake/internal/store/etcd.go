@@ -87,6 +87,8 @@ type reachable struct {
 	endpoints []string
 }
 
+func (l *reachable) holder() *machineid.Holder { return l.Holder }
+
 // MachineID is the Holder's, once an endpoint has taken a connection.
 func (l *reachable) MachineID(ctx context.Context) (int64, error) {
 	if err := dialAny(ctx, l.endpoints); err != nil {

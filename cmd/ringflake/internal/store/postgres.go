@@ -71,6 +71,8 @@ type tableMaker struct {
 	table string // "" for the default
 }
 
+func (l *tableMaker) holder() *machineid.Holder { return l.Holder }
+
 // MachineID is the Holder's, after creating the table if it is missing.
 func (l *tableMaker) MachineID(ctx context.Context) (int64, error) {
 	id, err := l.Holder.MachineID(ctx)
