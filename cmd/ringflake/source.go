@@ -200,8 +200,8 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 // make makes the generator within ctx (a signal ends it) and
 // --acquire-timeout. It returns a usage error for a bad setting, and the
 // store's error if no machine ID can be had; New waits for a leased ID's
-// inherited mark (up to a TTL on a store that just restarted) and logs
-// that it does.
+// inherited mark (up to TTL + the clock bound on a Redis that just
+// restarted), and for an ID of a full range to free, and logs that it does.
 func (p *plan) make(ctx context.Context) (*generator, error) {
 	if p.acquire > 0 {
 		var cancel context.CancelFunc
