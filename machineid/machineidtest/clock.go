@@ -89,14 +89,5 @@ func (h *holder) startGeneratorAt(off time.Duration) error {
 	if !holderclock.Set(h.Leaser, clock) {
 		return fmt.Errorf("holder %d: NewLeaser returned a %T; Harness.Reference needs a *machineid.Holder, which takes the generator's clock", h.n, h.Leaser)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*h.led.h.TTL)
-	defer cancel()
-	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(h), ringflake.WithMaxWait(h.led.h.TTL/10), ringflake.WithClock(clock))
-	if err != nil {
-		return fmt.Errorf("ringflake.New on holder %d: %w", h.n, err)
-	}
-	is := &issuer{g: g, led: h.led, quit: make(chan struct{}), done: make(chan struct{})}
-	h.gen = is
-	go is.run()
-	return nil
+	return h.startGenerator(h.led.h.TTL/10, ringflake.WithClock(clock))
 }
