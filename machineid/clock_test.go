@@ -210,3 +210,39 @@ func TestMachineIDWaitsForAFreeID(t *testing.T) {
 		t.Fatal("MachineID still waiting 5s after Release")
 	}
 }
+
+// TestClockOffRefusedOnRetake has a holder lose its lease, to a store
+// restart that drops it, while its clock is 30s ahead: the renewer's takes
+// are refused, and the lease reports why, so that a generator's Ready and
+// serve's /readyz say it; once the clock is set right, a take succeeds
+// again. (A lease the store still holds is renewed whatever the clock:
+// a renewal measures, never refuses.)
+func TestClockOffRefusedOnRetake(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(false)
+	s.clocked = true
+	var mu sync.Mutex
+	off := time.Duration(0)
+	c := newMemClient(s)
+	var set memSettings
+	h, err := machineid.NewHolder(c, &set, clockedLimits, machineid.WithRange(0, 0), machineid.WithTTL(300*time.Millisecond))
+	require.NoError(t, err)
+	holderclock.Set(h, func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(off) })
+	t.Cleanup(func() { _ = h.Release(time.Time{}) })
+	_, err = h.MachineID(context.Background())
+	require.NoError(t, err)
+	mu.Lock()
+	off = 30 * time.Second
+	mu.Unlock()
+	s.restart() // the lease and the mark are gone
+	require.Eventually(t, func() bool { return errors.Is(h.Lease().Err, machineid.ErrClockOffset) }, 10*time.Second, time.Millisecond,
+		"the renewer's take is refused for the clock, and the lease says so")
+	l := h.Lease()
+	assert.False(t, l.Held)
+	assert.ErrorIs(t, l.Err, machineid.ErrLeaseLost, "the loss, and why no lease is taken again")
+	assert.True(t, s.mark(0).Before(time.Now().Add(10*time.Second)), "the refused takes wrote no mark 30s ahead: %v", s.mark(0))
+	mu.Lock()
+	off = 0
+	mu.Unlock()
+	require.Eventually(t, func() bool { return h.Lease().Held }, 10*time.Second, time.Millisecond, "a clock set right takes the lease again")
+}
