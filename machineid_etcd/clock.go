@@ -58,6 +58,8 @@ func (s *store) fleetClock(ctx context.Context, token string, kvs []*mvccpb.KeyV
 			recs = append(recs, kv)
 		}
 	}
+	ctx, cancel := briefly(ctx)
+	defer cancel()
 	est := make([]time.Time, len(recs))
 	var wg sync.WaitGroup
 	for i, kv := range recs {
@@ -88,6 +90,17 @@ func (s *store) fleetClock(ctx context.Context, token string, kvs []*mvccpb.KeyV
 	}
 }
 
+// briefly bounds the calls that read holders' clocks or leases to half of
+// what is left of ctx, and a second: they are worth having, but must not
+// make the take or renewal they serve late.
+func briefly(ctx context.Context) (context.Context, context.CancelFunc) {
+	limit := time.Second
+	if d, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(d)/2)
+	}
+	return context.WithTimeout(ctx, limit)
+}
+
 // aged returns the record kv's holder's clock now: the clock it recorded
 // when it kept its lease alive, plus how long ago that was by the lease's
 // TimeToLive, the middle of the second etcd truncates it to. It returns the
@@ -115,6 +128,8 @@ func (s *store) firstFree(ctx context.Context, owners []*mvccpb.KeyValue) (left 
 			leases[kv.Lease] = true
 		}
 	}
+	ctx, cancel := briefly(ctx)
+	defer cancel()
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
