@@ -64,8 +64,8 @@
 //
 // [New]'s safe default path, a state file or a lease, does I/O and may wait
 // out the mark the machine ID inherited, up to a lease's TTL after a store
-// restart. A service stopping during start-up must be able to end that
-// wait, so New takes a context, as pgxpool.New and semaphore.Acquire do for
+// restart, or for an ID of a full range to free. A service stopping during
+// start-up must be able to end that wait, so New takes a context, as pgxpool.New and semaphore.Acquire do for
 // calls that may block on I/O: cancelling it ends New at once, and its
 // deadline bounds the wait (30 s without one). sonyflake's New and
 // clientv3.New take none because they do not wait on I/O. New returns

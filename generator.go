@@ -37,9 +37,10 @@ type Generator struct {
 	logger    *logger          // nil without WithLogger; written once by New
 	ticks     tickWait         // shares one sleeper among callers waiting for a tick
 
-	leased    *leaserClaim // the Leaser's claim, nil unless the machine ID is leased; written once by New
-	graceEnd  time.Time    // when New's waits past its context's end give up (see untilGrace); New's alone
-	stopWatch func()       // stops the lease watch; nil unless leased
+	startWait time.Duration // how long New took to get the machine ID; written once by New
+	leased    *leaserClaim  // the Leaser's claim, nil unless the machine ID is leased; written once by New
+	graceEnd  time.Time     // when New's waits past its context's end give up (see untilGrace); New's alone
+	stopWatch func()        // stops the lease watch; nil unless leased
 	closeOnce sync.Once
 	closeErr  error // written inside closeOnce
 }
@@ -122,9 +123,11 @@ func New(ctx context.Context, opts ...Option) (*Generator, error) {
 		defer cancel()
 		b.own = true
 	}
+	start := time.Now()
 	if err := g.attach(ctx, b, c.source, c.clock); err != nil {
 		return nil, sentinel.Name("ringflake", err)
 	}
+	g.startWait = time.Since(start)
 	return g, nil
 }
 
@@ -186,7 +189,8 @@ func (g *Generator) NextN(dst []ID) (int, error) {
 }
 
 // Lease returns the state of the generator's machine ID: the ID, whether
-// it is held, the lease's marks and, while it is not held, why. A fixed
+// it is held, the lease's marks, the clock's offset from the store's
+// reference (Clock) and, while it is not held, why. A fixed
 // machine ID is always held and has no marks; a closed generator's ID is -1
 // and its Err is [ErrClosed]. The generator issues when Held is true and
 // its clock is past After and not past Until. Lease is safe for concurrent

@@ -91,7 +91,9 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 		}
 	}()
 	holderclock.Set(leaser, clock)
+	stopNotice := g.noticeIDWait(leaser)
 	id, err := g.acquire(ctx, b, src, c)
+	stopNotice()
 	switch {
 	case errors.Is(err, errAbandoned):
 		owned = false // the release in the background drops it
@@ -113,6 +115,49 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 	owned = false
 	g.leased = c // from here on Close releases the lease and drops the claim
 	return nil
+}
+
+// noticeIDWait watches l while New asks it for a machine ID, and says once
+// that New waits for an ID of a full range to free, when l reports it
+// (an Err wrapping machineid.ErrExhausted): to the logger of WithLogger at
+// once, or else to slog.Default if the wait lasts a second. It returns a
+// func that stops watching; nothing is said after it.
+func (g *Generator) noticeIDWait(l machineid.Leaser) (stop func()) {
+	var (
+		mu     sync.Mutex // protects the fields below
+		told   bool
+		done   bool
+		notify *time.Timer
+	)
+	unwatch := l.Watch(func(le machineid.Lease) {
+		mu.Lock()
+		defer mu.Unlock()
+		if told || done || le.Held || !errors.Is(le.Err, machineid.ErrExhausted) {
+			return
+		}
+		told = true
+		attrs := []slog.Attr{slog.Any("error", le.Err)}
+		if g.logger != nil {
+			g.log(logIDWait, attrs...)
+			return
+		}
+		notify = time.AfterFunc(noticeAfter, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				g.notice(logIDWait, noticeAfter, attrs...)
+			}
+		})
+	})
+	return func() {
+		unwatch()
+		mu.Lock()
+		defer mu.Unlock()
+		done = true
+		if notify != nil {
+			notify.Stop()
+		}
+	}
 }
 
 // checkID returns an error wrapping ErrInvalidConfig for a machine ID from
@@ -294,7 +339,7 @@ func (g *Generator) awaitMark(ctx context.Context, b bound) error {
 		}
 		if cs == belowFloor && !logged {
 			logged = true
-			g.log(logMarkWait, slog.Int64("machine", st.machine), slog.Duration("wait", need),
+			g.notice(logMarkWait, need, slog.Int64("machine", st.machine), slog.Duration("wait", need),
 				slog.Time("until", r.time().Add(need)), slog.Time("mark", st.lease.After))
 		}
 		// A lease report, or its mark raised, may come before the clock
@@ -451,7 +496,8 @@ func lostBecause(cause error) error {
 	return fmt.Errorf("%w: %w", ErrLeaseLost, cause)
 }
 
-// logChange logs a lease lost or regained, as old turned into next.
+// logChange logs a lease lost or regained, as old turned into next, and a
+// clock measured past the bound where it was not before.
 func (g *Generator) logChange(old, next *machineState, l machineid.Lease) {
 	switch {
 	case old == nil:
@@ -459,6 +505,9 @@ func (g *Generator) logChange(old, next *machineState, l machineid.Lease) {
 		g.log(logLeaseLost, slog.Int64("machine", old.machine), slog.Any("cause", l.Err))
 	case old.kind == lost && next.kind == held:
 		g.log(logLeaseRegained, slog.Int64("machine", next.machine))
+	}
+	if c := l.Clock; c.Past() && (old == nil || !old.lease.Clock.Past()) {
+		g.log(logClockOff, slog.Int64("machine", l.ID), slog.String("clock", c.String()), slog.Duration("bound", c.Bound))
 	}
 }
 

@@ -60,6 +60,9 @@ func (f *fakeLeaser) Watch(fn func(machineid.Lease)) func() {
 	defer f.mu.Unlock()
 	k := f.n
 	f.n++
+	if f.watchers == nil {
+		f.watchers = map[int]func(machineid.Lease){}
+	}
 	f.watchers[k] = fn
 	fn(f.lease)
 	return func() {

@@ -29,6 +29,13 @@ type Stats struct {
 	// Waits counts the calls that waited, and WaitTime their total wait.
 	Waits    uint64
 	WaitTime time.Duration
+	// LongestWait is the longest that one call waited.
+	LongestWait time.Duration
+	// StartWait is how long New took to get its machine ID: the source's
+	// answer, with a lease the wait for an ID of a full range to free and
+	// for the clock to pass the mark the lease inherited. 0 for a fixed
+	// machine ID.
+	StartWait time.Duration
 	// Failed counts failed calls by the sentinel their error wraps.
 	Failed struct {
 		BeforeEpoch, TimeOverflow, ClockBehind, SequenceExhausted, MarkAhead, LeaseLost uint64
@@ -47,6 +54,7 @@ type counters struct {
 	spare       atomic.Uint64
 	waits       atomic.Uint64
 	waitNanos   atomic.Int64
+	longestWait atomic.Int64 // ns
 	errs        [errKinds]atomic.Uint64
 	issued      atomic.Uint64 // the largest Issued reported so far, so snapshots never go down
 }
@@ -81,6 +89,8 @@ func (g *Generator) Stats() Stats {
 		SpareIssued:     c.spare.Load(),
 		Waits:           c.waits.Load(),
 		WaitTime:        time.Duration(c.waitNanos.Load()),
+		LongestWait:     time.Duration(c.longestWait.Load()),
+		StartWait:       g.startWait,
 	}
 	e, f := &c.errs, &s.Failed
 	f.BeforeEpoch, f.TimeOverflow = e[errBeforeEpoch].Load(), e[errTimeOverflow].Load()
@@ -133,6 +143,15 @@ func (g *Generator) count(err error) error {
 func (g *Generator) waited(d time.Duration, ok bool) {
 	g.stats.waits.Add(1)
 	g.stats.waitNanos.Add(int64(d))
+	// Invariant: longestWait only grows. A CAS that fails saw another
+	// caller raise it; going round re-reads it, and stops once it is at
+	// least d.
+	for {
+		old := g.stats.longestWait.Load()
+		if int64(d) <= old || g.stats.longestWait.CompareAndSwap(old, int64(d)) {
+			break
+		}
+	}
 	if ok && g.logger != nil && d >= longWait {
 		g.log(logLongWait, slog.Duration("by", d), slog.Int64("machine", g.state.Load().machine))
 	}

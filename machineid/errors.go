@@ -45,4 +45,10 @@ var (
 	// ErrReleased means Release was called: the lease is given up, or a
 	// call in flight was cut short by it.
 	ErrReleased = sentinel.New("machineid: lease released")
+
+	// ErrClockOffset means the holder's clock is further from its store's
+	// reference clock than [WithMaxClockOffset] allows, so it took no
+	// machine ID: a [*ClockOffsetError] says which way, by how much and
+	// against what.
+	ErrClockOffset = sentinel.New("machineid: the clock is off the fleet's")
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -25,10 +26,11 @@ import (
 // generator's clock (ringflake.WithClock), which ringflake.New hands the
 // Holder, or from time.Now. A Holder is safe for concurrent use.
 type Holder struct {
-	store Store                            // written once by NewHolder
-	cfg   config                           // written once by NewHolder
-	name  string                           // written once by NewHolder
-	clock atomic.Pointer[func() time.Time] // the marks' clock; nil means time.Now. Set by holderclock
+	store   Store                            // written once by NewHolder
+	cfg     config                           // written once by NewHolder
+	name    string                           // written once by NewHolder
+	clocked bool                             // the store's Take reports a reference clock (Limits.Clock); written once by NewHolder
+	clock   atomic.Pointer[func() time.Time] // the marks' clock; nil means time.Now. Set by holderclock
 
 	// turn serializes the calls to the store, so that a token never has
 	// two in flight and the release comes after the last of them. It is a
@@ -131,6 +133,7 @@ func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Ho
 		store:    store,
 		cfg:      c,
 		name:     lim.Name,
+		clocked:  lim.Clock,
 		turn:     make(chan struct{}, 1),
 		lease:    Lease{ID: -1},
 		watchers: make(map[int]func(Lease)),
@@ -144,9 +147,16 @@ func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Ho
 // it takes the lowest free ID in its range and then renews the lease in
 // the background until Release. It waits, for a call to the store in
 // flight and for its own, at most until ctx's deadline or, if ctx has
-// none, the call timeout. It returns an error wrapping [ErrExhausted] if
-// every ID in the range is held, [ErrReleased] if Release cut it short,
-// ctx's error, or the store's error.
+// none, the call timeout. While every ID in the range is held, it tries
+// again until then, backing off with jitter from TTL/10 to TTL/2, and its
+// lease reports the wait (an Err wrapping [ErrExhausted]).
+//
+// It returns an error wrapping [ErrExhausted] if every ID in the range was
+// still held when the deadline came, saying how long it waited and what the
+// store knows of the holders; a [*ClockOffsetError] wrapping
+// [ErrClockOffset], at once, if its clock is further from the store's
+// reference than [WithMaxClockOffset] allows; [ErrReleased] if Release cut
+// it short; ctx's error; or the store's error.
 func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, h.errorf("no machine ID taken: %w", err)
@@ -196,7 +206,11 @@ func (h *Holder) takeInTurn(ctx context.Context) (int64, error) {
 	// No lease is at stake yet, so the caller's deadline (New's) may be
 	// longer than the call timeout.
 	d, _ := ctx.Deadline()
-	if err := h.obtain(ctx, s, time.Until(d)); err != nil {
+	err := h.obtain(ctx, s, time.Until(d))
+	if errors.Is(err, ErrExhausted) {
+		err = h.awaitFree(ctx, s, d, err)
+	}
+	if err != nil {
 		return -1, err
 	}
 	h.mu.Lock()
@@ -477,12 +491,15 @@ func (h *Holder) drainLocked() {
 
 // claim is what every call of s asks of the store.
 func (h *Holder) claim(s *session) Claim {
+	now := h.now()
 	return Claim{
-		Token:  s.token,
-		Lo:     h.cfg.lo,
-		Hi:     h.cfg.hi,
-		TTL:    h.cfg.ttl,
-		Margin: h.cfg.margin,
-		Until:  h.now().Add(h.cfg.ttl),
+		Token:     s.token,
+		Lo:        h.cfg.lo,
+		Hi:        h.cfg.hi,
+		TTL:       h.cfg.ttl,
+		Margin:    h.cfg.margin,
+		Now:       now,
+		Until:     now.Add(h.cfg.ttl),
+		MaxOffset: h.cfg.maxOffset,
 	}
 }

@@ -38,20 +38,32 @@ func newHolder(t *testing.T, s *memStore, opts ...machineid.Option) (*machineid.
 
 // TestHolderConformance runs the conformance suite against Holders on the
 // in-memory store, with a restart that keeps its data and one that drops
-// it.
+// it, and on a store that reports its clock, for the Clock subtest.
 func TestHolderConformance(t *testing.T) {
 	t.Parallel()
-	for _, keeps := range []bool{true, false} {
-		t.Run(map[bool]string{true: "keeps data", false: "drops data"}[keeps], func(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		keeps, clocked bool
+	}{
+		{"keeps data", true, false},
+		{"drops data", false, false},
+		{"reports its clock", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := newMemStore(keeps)
+			s := newMemStore(tt.keeps)
+			s.clocked = tt.clocked
+			lim, ref := memLimits, ""
+			if tt.clocked {
+				lim, ref = clockedLimits, "the memstore's clock"
+			}
 			var mu sync.Mutex
 			clients := map[machineid.Leaser]*memClient{}
 			machineidtest.Run(t, machineidtest.Harness{
 				NewLeaser: func(t *testing.T, lo, hi int64, ttl time.Duration) (machineid.Leaser, error) {
 					c := newMemClient(s)
 					var set memSettings
-					h, err := machineid.NewHolder(c, &set, memLimits, machineid.WithRange(lo, hi), machineid.WithTTL(ttl))
+					h, err := machineid.NewHolder(c, &set, lim, machineid.WithRange(lo, hi), machineid.WithTTL(ttl))
 					if err != nil {
 						return nil, err
 					}
@@ -68,8 +80,9 @@ func TestHolderConformance(t *testing.T) {
 				},
 				Pause:     func(*testing.T) func() { return s.pause() },
 				Restart:   func(*testing.T) { s.restart() },
-				KeepsData: keeps,
+				KeepsData: tt.keeps,
 				TTL:       time.Second,
+				Reference: ref,
 			})
 		})
 	}

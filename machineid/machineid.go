@@ -33,8 +33,15 @@ type Lease struct {
 	// time. The zero Time means no limit.
 	Until time.Time
 	// Err is why the lease is not held, such as the store's error, when Held
-	// is false; nil otherwise.
+	// is false; nil otherwise. While MachineID waits for an ID to free, it
+	// wraps [ErrExhausted].
 	Err error
+	// Clock is the holder's clock measured against the store's reference
+	// at the latest take or renewal that read it: the zero ClockOffset
+	// before then, or for a store without one (the file store). It is
+	// measured and reported, never a reason to stop issuing; Clock.Past()
+	// says it passes [WithMaxClockOffset].
+	Clock ClockOffset
 }
 
 // Leaser is a [Source] that holds its ID on a lease, which can be lost and

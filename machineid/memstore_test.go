@@ -16,7 +16,8 @@ import (
 // restart that drops the data sets a restart floor: for a TTL after it,
 // every taken ID inherits at least the restart's time plus the TTL.
 type memStore struct {
-	keeps bool // a restart keeps leases and marks; written once
+	keeps   bool // a restart keeps leases and marks; written once
+	clocked bool // Take and Renew report the store's clock, time.Now; written once
 
 	mu        sync.Mutex // protects the fields below
 	leases    map[int64]memLease
@@ -131,7 +132,15 @@ func (c *memClient) Take(ctx context.Context, cl machineid.Claim) (machineid.Gra
 	}
 	s.leases[pick] = memLease{token: cl.Token, expires: now.Add(cl.TTL)}
 	s.marks[pick] = later(s.marks[pick], cl.Until)
-	return machineid.Grant{ID: pick, After: s.inherited[pick], Until: s.marks[pick]}, nil
+	return machineid.Grant{ID: pick, After: s.inherited[pick], Until: s.marks[pick], Clock: s.reading()}, nil
+}
+
+// reading is the store's clock, if it reports one.
+func (s *memStore) reading() machineid.Reading {
+	if !s.clocked {
+		return machineid.Reading{}
+	}
+	return machineid.Reading{Source: "the memstore's clock", Time: time.Now()}
 }
 
 func (c *memClient) Renew(ctx context.Context, cl machineid.Claim, id int64) (machineid.Grant, error) {
@@ -152,7 +161,7 @@ func (c *memClient) Renew(ctx context.Context, cl machineid.Claim, id int64) (ma
 	}
 	s.leases[id] = memLease{token: cl.Token, expires: now.Add(cl.TTL)}
 	s.marks[id] = later(s.marks[id], cl.Until)
-	return machineid.Grant{ID: id, Until: s.marks[id]}, nil
+	return machineid.Grant{ID: id, Until: s.marks[id], Clock: s.reading()}, nil
 }
 
 func (c *memClient) Release(ctx context.Context, cl machineid.Claim, id int64, issued time.Time) error {
@@ -205,4 +214,11 @@ func later(a, b time.Time) time.Time {
 		return b.Round(0)
 	}
 	return a.Round(0)
+}
+
+// mark returns id's mark.
+func (s *memStore) mark(id int64) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.marks[id]
 }

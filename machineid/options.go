@@ -11,7 +11,8 @@ import (
 // An Option configures a [Holder]. The options in this package mean the
 // same in every store; a store's own, such as a key prefix, are in its
 // package. A nil Option is ignored. Zero, for every duration, means the
-// default; a negative one is refused, as nothing here can be turned off.
+// default; a negative one is refused, except by [WithMaxClockOffset], where
+// it turns the check off.
 type Option interface {
 	apply(*config)
 }
@@ -27,6 +28,9 @@ const (
 	maxTTL      = time.Hour
 	minDuration = time.Millisecond // of the margin and the call timeout
 	maxCallTime = 2 * time.Second  // the default call timeout's ceiling
+
+	defaultMaxOffset = 2 * time.Second
+	maxMaxOffset     = time.Hour
 )
 
 type config struct {
@@ -34,6 +38,7 @@ type config struct {
 	ttl         time.Duration
 	margin      time.Duration
 	callTimeout time.Duration
+	maxOffset   time.Duration // negative: the clock check is off
 	store       []storeOption // applied by NewHolder to the store's settings
 }
 
@@ -80,6 +85,26 @@ func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.callTimeout = d })
 }
 
+// WithMaxClockOffset bounds how far the holder's clock (the generator's)
+// may be from the fleet's when it takes a machine ID, in either direction:
+// from its store's reference clock, as the store's Take reports it (Redis's
+// TIME, PostgreSQL's clock, the Kubernetes API server's, the median of the
+// live holders' clocks on etcd; the file store has none). A clock surely
+// further off (the offset, less the measurement's uncertainty, above d) is
+// refused at once, before it writes a mark, with a [*ClockOffsetError]
+// wrapping [ErrClockOffset]: waiting does not set a clock right. While an
+// ID is held, every renewal that reads the reference measures the offset
+// again, for [Lease].Clock; one past the bound is reported, never a reason
+// to stop issuing.
+//
+// 0 means the default, 2s; d may be up to 1h. A negative d turns the check
+// off: no refusal, and the offset is still measured and reported. On Redis
+// the bound also caps how far past its clock a mark may be set, which its
+// restart floor (TTL + d) relies on; see docs/machineid_redis.md.
+func WithMaxClockOffset(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.maxOffset = d })
+}
+
 // StoreOption returns an Option that sets one of a store's own settings,
 // of type S, for stores written on [Holder]; name, such as
 // "machineid_redis.WithPrefix", is what an error says when the Option is
@@ -106,6 +131,14 @@ func (c *config) validate(lim Limits) error {
 	}
 	if c.callTimeout == 0 {
 		c.callTimeout = min(c.ttl/3, maxCallTime)
+	}
+	switch {
+	case c.maxOffset == 0:
+		c.maxOffset = defaultMaxOffset
+	case c.maxOffset < 0:
+		c.maxOffset = -1
+	case c.maxOffset > maxMaxOffset:
+		return invalid("max clock offset", c.maxOffset, fmt.Sprintf("up to %v; negative turns the check off", maxMaxOffset))
 	}
 	if err := c.validRange(lim); err != nil {
 		return err

@@ -19,8 +19,20 @@ import (
 
 // take asks the store for the lowest free ID and records the lease. The
 // caller holds h.turn.
+//
+// A store that reports a reference clock (h.clocked) is asked for the lease
+// without a mark raised (a zero Until); the Holder judges its clock against
+// the reading and raises the mark with a renewal only if it passes, so that
+// a clock that is off never writes a mark. Until the mark is raised the
+// token holds the ID in the store but the Holder does not vouch for it:
+// s.unsure stays set, and a failure then leaves the next take to find the
+// token's own ID again.
 func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) error {
 	c := h.claim(s)
+	check := h.clocked
+	if check {
+		c.Until = time.Time{}
+	}
 	h.mu.Lock()
 	if h.sess != s {
 		h.mu.Unlock()
@@ -37,14 +49,72 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	switch {
 	case err == nil && (g.ID < c.Lo || g.ID > c.Hi):
 		err = h.errorf("taking a machine ID: the store granted %d, outside the range %d..%d", g.ID, c.Lo, c.Hi)
-	case err == nil && g.Until.IsZero():
+	case err == nil && g.Until.IsZero() && !check:
 		err = h.errorf("taking a machine ID: the store confirmed no mark for machine ID %d", g.ID)
 	}
 	if err != nil {
 		return h.failed(s, err)
 	}
-	h.confirm(s, g, sent, true)
+	off := h.measure(g.Clock, c.Now, time.Since(sent))
+	if check {
+		if off.Past() {
+			return h.refuse(ctx, s, c, g.ID, off, timeout)
+		}
+		var raised ClockOffset
+		if sent, raised, err = h.raise(ctx, s, &g, timeout); err != nil {
+			return h.failed(s, err)
+		}
+		if raised.Against != "" {
+			off = raised
+		}
+	}
+	h.confirm(s, g, sent, true, off)
 	return nil
+}
+
+// raise sets the mark of the ID in g, which a take with a zero Until got,
+// with a renewal, and puts the mark it confirmed in g. It returns when the
+// renewal was sent and the offset it measured.
+func (h *Holder) raise(ctx context.Context, s *session, g *Grant, timeout time.Duration) (time.Time, ClockOffset, error) {
+	c := h.claim(s)
+	sent := time.Now()
+	var r Grant
+	err := h.call(ctx, s, timeout, fmt.Sprintf("raising the mark of machine ID %d", g.ID), func(ctx context.Context) (err error) {
+		r, err = h.store.Renew(ctx, c, g.ID)
+		return err
+	})
+	switch {
+	case err != nil:
+		return sent, ClockOffset{}, err
+	case r.ID != g.ID:
+		return sent, ClockOffset{}, h.errorf("raising the mark of machine ID %d: the store answered for machine ID %d", g.ID, r.ID)
+	case r.Until.IsZero():
+		return sent, ClockOffset{}, h.errorf("raising the mark of machine ID %d: the store confirmed no mark", g.ID)
+	}
+	g.Until = r.Until
+	return sent, h.measure(r.Clock, c.Now, time.Since(sent)), nil
+}
+
+// refuse frees id, which a take granted to a holder whose clock off says
+// is too far from the store's, keeping its mark, and returns the refusal.
+// The caller holds h.turn.
+func (h *Holder) refuse(ctx context.Context, s *session, c Claim, id int64, off ClockOffset, timeout time.Duration) error {
+	var err error = &ClockOffsetError{ClockOffset: off, ID: id}
+	rerr := h.call(ctx, s, timeout, fmt.Sprintf("releasing machine ID %d", id), func(ctx context.Context) error {
+		return h.store.Release(ctx, c, id, time.Time{})
+	})
+	h.mu.Lock()
+	if rerr == nil && h.sess == s {
+		s.unsure = false // the token holds nothing: its lease is freed
+	}
+	if h.sess == s && !h.lease.Held {
+		h.lease.Clock = off // failed tells the watchers
+	}
+	h.mu.Unlock()
+	if rerr != nil {
+		err = fmt.Errorf("%w; freeing it: %w", err, rerr)
+	}
+	return h.failed(s, err)
 }
 
 // renew extends s's lease once. It returns an error wrapping ErrLeaseLost
@@ -57,7 +127,7 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 	c := h.claim(s)
 	sent := time.Now()
 	if mutant.On(mutant.MarkBeforeStore) {
-		h.confirm(s, Grant{ID: id, Until: c.Until}, sent, false)
+		h.confirm(s, Grant{ID: id, Until: c.Until}, sent, false, ClockOffset{})
 	}
 	var g Grant
 	err := h.call(ctx, s, h.cfg.callTimeout, fmt.Sprintf("renewing machine ID %d", id), func(ctx context.Context) (err error) {
@@ -88,7 +158,7 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 	if err != nil {
 		return h.failed(s, err)
 	}
-	h.confirm(s, g, sent, false)
+	h.confirm(s, g, sent, false, h.measure(g.Clock, c.Now, time.Since(sent)))
 	return nil
 }
 
@@ -117,10 +187,11 @@ func (h *Holder) explain(ctx context.Context, timeout time.Duration, doing strin
 	return h.errorf("%s: %w", doing, err)
 }
 
-// confirm records a lease the store confirmed for a call sent at sent. A
-// Take (fresh) sets After to the grant's; a renewal keeps it, and never
-// lowers Until.
-func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool) {
+// confirm records a lease the store confirmed for a call sent at sent, and
+// the clock's offset that call measured. A Take (fresh) sets After to the
+// grant's; a renewal keeps it, never lowers Until, and keeps the last
+// offset if it measured none.
+func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off ClockOffset) {
 	deadline := sent.Add(h.cfg.ttl - h.cfg.margin)
 	switch {
 	case mutant.On(mutant.NoMargin):
@@ -135,11 +206,16 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool) {
 		h.mu.Unlock()
 		return // released meanwhile; Release frees the token's lease
 	}
-	next := Lease{ID: g.ID, Held: true, After: h.lease.After, Until: g.Until}
+	next := Lease{ID: g.ID, Held: true, After: h.lease.After, Until: g.Until, Clock: off}
 	if fresh {
 		next.After = g.After
-	} else if h.lease.Until.After(next.Until) {
-		next.Until = h.lease.Until
+	} else {
+		if h.lease.Until.After(next.Until) {
+			next.Until = h.lease.Until
+		}
+		if off.Against == "" {
+			next.Clock = h.lease.Clock
+		}
 	}
 	s.id, s.owned, s.unsure = g.ID, true, false
 	h.deadline, h.lastErr, h.loss = deadline, nil, nil
@@ -320,7 +396,7 @@ func sameStanding(a, b Lease) bool {
 func differs(a, b Lease) bool {
 	return a.ID != b.ID || a.Held != b.Held ||
 		!a.After.Equal(b.After) || !a.Until.Equal(b.Until) ||
-		errText(a.Err) != errText(b.Err)
+		errText(a.Err) != errText(b.Err) || a.Clock != b.Clock
 }
 
 func errText(err error) string {

@@ -27,16 +27,20 @@ import (
 //     by the store's own judge of time (a server's TTL, a database's
 //     clock, an observer's monotonic clock, a file lock).
 //   - The Until of a Grant is recorded in the store, at or past the mark
-//     proposed in c.Until, before the call returns.
+//     proposed in c.Until, before the call returns. (A store that bounds
+//     marks by its own clock, as Redis does, may record less; the holder
+//     then issues no later than that.)
 //   - A Take's After is at or past every Until recorded for the ID by
 //     anyone before (or, after Release with an issued time, at or past
 //     that time and the released holding's After).
 type Store interface {
 	// Take leases the lowest free machine ID in c.Lo..c.Hi to c.Token,
 	// preferring one the token already holds (the trace of a Take whose
-	// answer was lost), and raises the ID's mark to at least c.Until. It
+	// answer was lost), and raises the ID's mark to at least c.Until; a
+	// zero c.Until leaves the mark as it stands (see [Limits].Clock). It
 	// returns an error wrapping [ErrExhausted] when every ID in the range
-	// is held by another token.
+	// is held by another token, saying in one line, where the store
+	// knows, who holds them and when the first frees.
 	Take(ctx context.Context, c Claim) (Grant, error)
 
 	// Renew extends c.Token's lease on id by c.TTL and raises its mark to
@@ -69,9 +73,18 @@ type Claim struct {
 	// observation (as Kubernetes leader election does) waits TTL + Margin
 	// of seeing a lease unchanged before it takes it over.
 	Margin time.Duration
-	// Until is the proposed mark, the Holder's clock plus TTL: the latest
-	// time the holder may issue with until its next renewal.
+	// Now is the Holder's clock (the generator's) when it made the claim,
+	// just before the call: the clock the marks are in.
+	Now time.Time
+	// Until is the proposed mark, Now plus TTL: the latest time the holder
+	// may issue with until its next renewal. In a Take it may be the zero
+	// Time: take the lease, but raise no mark (see [Limits].Clock).
 	Until time.Time
+	// MaxOffset is the bound on the holder's clock's offset from the
+	// store's reference clock ([WithMaxClockOffset]); negative when the
+	// check is off. The Holder judges the offset; a store that bounds its
+	// marks by its own clock (Redis, for its restart floor) reads it too.
+	MaxOffset time.Duration
 }
 
 // Grant is what a [Store] answers to Take and Renew.
@@ -82,8 +95,32 @@ type Grant struct {
 	// ignored): the latest time any earlier holder of ID may have issued
 	// with, or the zero Time if none.
 	After time.Time
-	// Until is the mark now recorded for ID: at or past the Claim's Until.
+	// Until is the mark now recorded for ID: at or past the Claim's Until
+	// (see Store). A Take with a zero Claim.Until returns the mark as it
+	// stands, the zero Time if the ID has none.
 	Until time.Time
+	// Clock is the store's reading of its reference clock, taken while the
+	// call ran; the zero Reading if it has none.
+	Clock Reading
+}
+
+// Reading is a store's reading of the clock a Holder checks its own
+// against: the fleet's reference, such as the server's clock or the
+// median of the live holders' clocks.
+type Reading struct {
+	// Source names the reference, for messages: "Redis's clock (TIME)",
+	// "PostgreSQL's clock", "the API server's clock", "the median of 3
+	// live holders' clocks".
+	Source string
+	// Time is the reference's reading at some instant between the call's
+	// sending and its answer; the zero Time means no reading.
+	Time time.Time
+	// Within bounds how far Time may be from the reference at that
+	// instant: its resolution (a whole second, for a time the API server
+	// stamps) or the uncertainty of an estimate (a holder's record aged
+	// by its lease). The Holder adds half the call's round trip, since it
+	// does not know the instant.
+	Within time.Duration
 }
 
 // Limits are what a [Store] imposes on the common options, stated the same
@@ -108,4 +145,11 @@ type Limits struct {
 	MaxID int64
 	// MaxIDs is the most IDs a range may have.
 	MaxIDs int64
+	// Clock says that the store's Take reports a reference clock
+	// (Grant.Clock). The Holder then takes a new lease with a zero
+	// Claim.Until, so that no mark is raised yet, checks its clock against
+	// the reading ([WithMaxClockOffset]), and raises the mark with a Renew
+	// only if the clock passes: a clock that is off never writes a mark.
+	// A refused holder releases the lease at once, keeping the mark.
+	Clock bool
 }

@@ -36,10 +36,12 @@ func (s *store) markKey(id int64) string { return s.prefix + "mark/" + strconv.F
 // and its mark as listed; if it is not, it lists the keys again and picks
 // again, until ctx ends.
 func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machineid.Grant, error) {
-	// Both lists in one transaction, so they are read at one revision.
+	// The lists in one transaction, so they are read at one revision; with
+	// them, a few holders' clock records, for the reading.
 	lists := []clientv3.Op{
 		clientv3.OpGet(s.prefix+"owner/", clientv3.WithPrefix()),
 		clientv3.OpGet(s.prefix+"mark/", clientv3.WithPrefix()),
+		s.listClocks(),
 	}
 	tr, err := s.client.Txn(ctx).Then(lists...).Commit()
 	if err != nil {
@@ -47,10 +49,10 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machi
 	}
 	for {
 		owners, marks := tr.Responses[0].GetResponseRange().Kvs, tr.Responses[1].GetResponseRange().Kvs
+		clocks := tr.Responses[2].GetResponseRange().Kvs
 		id, mine := s.pick(c, owners, marks)
 		if id < 0 {
-			return machineid.Grant{}, fmt.Errorf("%w: all of %d..%d are held (%d owner keys under %q)",
-				machineid.ErrExhausted, c.Lo, c.Hi, len(owners), s.prefix+"owner/")
+			return machineid.Grant{}, s.exhausted(ctx, c, owners)
 		}
 		after, rev, err := s.markOf(id, marks)
 		if err != nil {
@@ -60,11 +62,17 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machi
 		if mine {
 			owned = clientv3.Compare(clientv3.Value(s.ownerKey(id)), "=", c.Token)
 		}
-		until := max(after, c.Until.UnixNano())
+		until := after // a zero c.Until raises no mark
+		if !c.Until.IsZero() {
+			until = max(after, c.Until.UnixNano())
+		}
+		then := []clientv3.Op{clientv3.OpPut(s.ownerKey(id), c.Token, clientv3.WithLease(h.lease))}
+		if until > 0 {
+			then = append(then, clientv3.OpPut(s.markKey(id), strconv.FormatInt(until, 10)))
+		}
 		tr, err = s.client.Txn(ctx).
 			If(owned, clientv3.Compare(clientv3.ModRevision(s.markKey(id)), "=", rev)).
-			Then(clientv3.OpPut(s.ownerKey(id), c.Token, clientv3.WithLease(h.lease)),
-				clientv3.OpPut(s.markKey(id), strconv.FormatInt(until, 10))).
+			Then(then...).
 			Else(lists...).
 			Commit()
 		if err != nil {
@@ -72,7 +80,10 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machi
 		}
 		if tr.Succeeded {
 			h.mark = until
-			g := machineid.Grant{ID: id, Until: time.Unix(0, until)}
+			g := machineid.Grant{ID: id, Clock: s.fleetClock(ctx, c.Token, clocks)}
+			if until > 0 {
+				g.Until = time.Unix(0, until)
+			}
 			if after > 0 {
 				g.After = time.Unix(0, after)
 			}
@@ -85,7 +96,7 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machi
 // pick returns the ID to claim in c's range, given the owner and mark
 // keys: one whose owner key holds c.Token (mine), left by a claim whose
 // answer was lost; else the lowest free one whose mark is before the
-// holder's clock (c.Until − c.TTL), so that it can issue at once; else the
+// holder's clock (c.Now), so that it can issue at once; else the
 // free one with the earliest mark; else -1.
 func (s *store) pick(c machineid.Claim, owners, marks []*mvccpb.KeyValue) (id int64, mine bool) {
 	taken := make(map[int64]bool, len(owners))
@@ -103,7 +114,7 @@ func (s *store) pick(c machineid.Claim, owners, marks []*mvccpb.KeyValue) (id in
 			markOf[n], _ = strconv.ParseInt(string(kv.Value), 10, 64)
 		}
 	}
-	now := c.Until.Add(-c.TTL).UnixNano()
+	now := c.Now.UnixNano()
 	best := int64(-1)
 	// An ID without a mark key ends the loop, so it runs at most
 	// len(owners)+len(marks)+1 times, however wide the range.
@@ -120,6 +131,27 @@ func (s *store) pick(c machineid.Claim, owners, marks []*mvccpb.KeyValue) (id in
 			return best, false
 		}
 	}
+}
+
+// exhausted is claim's error when every ID of c's range is held by owners:
+// how many, and how soon the first frees.
+func (s *store) exhausted(ctx context.Context, c machineid.Claim, owners []*mvccpb.KeyValue) error {
+	var held []*mvccpb.KeyValue
+	for _, kv := range owners {
+		if _, ok := s.idOf(c, kv.Key, "owner/"); ok {
+			held = append(held, kv)
+		}
+	}
+	err := fmt.Errorf("%w: machine IDs %d..%d held, each by an owner key under %q (holders are random tokens)",
+		machineid.ErrExhausted, c.Lo, c.Hi, s.prefix+"owner/")
+	left, asked, ok := s.firstFree(ctx, held)
+	switch {
+	case ok && asked < len(held):
+		err = fmt.Errorf("%w; the first of %d asked frees in at most %v", err, asked, left)
+	case ok:
+		err = fmt.Errorf("%w; the first frees in at most %v", err, left)
+	}
+	return err
 }
 
 // idOf parses the machine ID in a key of the given kind ("owner/" or

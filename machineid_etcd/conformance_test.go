@@ -56,5 +56,6 @@ func harness(e *etcdtest.Cluster) machineidtest.Harness {
 		Restart:   func(t *testing.T) { e.Restart() },
 		KeepsData: true,
 		TTL:       ttl,
+		Reference: "live holder",
 	}
 }

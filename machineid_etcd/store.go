@@ -15,8 +15,9 @@ import (
 )
 
 // limits are etcd's bounds on the common options: it counts lease TTLs in
-// whole seconds.
-var limits = machineid.Limits{Name: "machineid_etcd", MinTTL: time.Second, TTLStep: time.Second}
+// whole seconds. Take and Renew read the live holders' clocks (see
+// fleetClock).
+var limits = machineid.Limits{Name: "machineid_etcd", MinTTL: time.Second, TTLStep: time.Second, Clock: true}
 
 // defaultPrefix is the prefix of every key, unless WithPrefix says another.
 const defaultPrefix = "ringflake/machineid/"
@@ -131,7 +132,7 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (_ machi
 	tr, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.Value(s.ownerKey(id)), "=", c.Token),
 			clientv3.Compare(clientv3.LeaseValue(s.ownerKey(id)), "=", h.lease)).
-		Then(clientv3.OpPut(s.markKey(id), strconv.FormatInt(mark, 10))).
+		Then(clientv3.OpPut(s.markKey(id), strconv.FormatInt(mark, 10)), s.putClock(c, h.lease), s.listClocks()).
 		Else(clientv3.OpGet(s.ownerKey(id))).
 		Commit()
 	if err != nil {
@@ -148,7 +149,8 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (_ machi
 		return machineid.Grant{}, fmt.Errorf("%w: machine ID %d: its key %s %s", machineid.ErrLeaseLost, id, s.ownerKey(id), what)
 	}
 	h.mark = mark
-	return machineid.Grant{ID: id, Until: time.Unix(0, mark)}, nil
+	clocks := tr.Responses[2].GetResponseRange().Kvs
+	return machineid.Grant{ID: id, Until: time.Unix(0, mark), Clock: s.fleetClock(ctx, c.Token, clocks)}, nil
 }
 
 // Release lowers id's mark to issued and deletes its owner key, if the key

@@ -27,7 +27,8 @@ func TestTokenTrace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	claim := func(token string) machineid.Claim {
-		return machineid.Claim{Token: token, Lo: 0, Hi: 1, TTL: time.Second, Until: time.Now().Add(time.Second)}
+		now := time.Now()
+		return machineid.Claim{Token: token, Lo: 0, Hi: 1, TTL: time.Second, Now: now, Until: now.Add(time.Second)}
 	}
 	_, err = client.Put(ctx, s.markKey(0), "1000")
 	require.NoError(t, err)

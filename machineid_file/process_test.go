@@ -307,24 +307,35 @@ func minTime(ids []ringflake.ID) time.Time {
 }
 
 // TestTwinProcess starts a second process on a fixed ID a live one holds:
-// it fails at once, naming the file and the holder's PID.
+// it waits, saying once on stderr (slog.Default: the helper has no
+// logger) that the ID is held, naming the file and the holder's PID, and
+// issues nothing; once the holder is killed with SIGKILL, the kernel frees
+// its lock, and the twin takes the ID at once and issues after the
+// holder's last ID.
 func TestTwinProcess(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	a := start(t, "file", dir, 4, 4, 0)
 	a.await(t)
-	began := time.Now()
 	b := start(t, "file", dir, 4, 4, 0)
-	<-b.done
-	err := b.cmd.Wait()
-	assert.Less(t, time.Since(began), 20*time.Second, "refused at once, not after New's bound")
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "the twin exits non-zero")
+	require.Eventually(t, func() bool { return strings.Contains(b.errText(), "waiting for a machine ID") }, 30*time.Second, 10*time.Millisecond,
+		"the twin should say, within a second or so, that it waits; stderr %q", b.errText())
 	msg := b.errText()
 	assert.Contains(t, msg, "machine ID 4 is held by another live process")
 	assert.Contains(t, msg, fmt.Sprintf("pid %d", a.cmd.Process.Pid), "names the holder's PID")
 	assert.Contains(t, msg, dir+"/machine-4", "names the file")
-	assert.Empty(t, b.ids, "the twin issued nothing")
+	b.mu.Lock()
+	assert.Empty(t, b.ids, "the twin issues nothing while the holder lives")
+	b.mu.Unlock()
+
+	first := a.kill()
+	killed := time.Now()
+	require.Equal(t, int64(4), b.await(t), "the twin takes the ID once the holder is killed")
+	t.Logf("the twin issued %v after the holder was killed", time.Since(killed).Round(time.Millisecond))
+	b.issued(t, 100)
+	second := b.kill()
+	assert.Zero(t, duplicates(first, second), "IDs issued twice across the handover")
+	assert.True(t, minTime(second).After(maxTime(first)), "the twin issued at %v, not after the holder's last ID at %v", minTime(second), maxTime(first))
 }
 
 // TestRangeWithKills runs four processes on the range 0..3, then, in

@@ -51,5 +51,6 @@ func harness(s *k8stest.Server, ns string) machineidtest.Harness {
 		Restart:   func(t *testing.T) { s.Restart() },
 		KeepsData: true,
 		TTL:       ttl,
+		Reference: "the API server's clock",
 	}
 }

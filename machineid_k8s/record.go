@@ -90,7 +90,8 @@ func seconds(ttl time.Duration) int32 {
 }
 
 // holding returns l, or a new Lease for id if l is nil, as held by c.Token
-// with the mark until and the inherited mark after (none if zero). taken
+// with the mark until (its own, if zero) and the inherited mark after (none
+// if zero). taken
 // says whether the holding begins now, which counts a transition if the
 // Lease had another holder.
 func (s *store) holding(l *coordinationv1.Lease, id int64, c machineid.Claim, after, until time.Time, taken bool) *coordinationv1.Lease {
@@ -102,7 +103,9 @@ func (s *store) holding(l *coordinationv1.Lease, id int64, c machineid.Claim, af
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
-	l.Annotations[markKey] = formatTime(until)
+	if !until.IsZero() { // a zero until raises no mark: the Lease keeps its own, if any
+		l.Annotations[markKey] = formatTime(until)
+	}
 	if after.IsZero() {
 		delete(l.Annotations, afterKey)
 	} else {
@@ -137,4 +140,24 @@ func released(l *coordinationv1.Lease, issued time.Time) *coordinationv1.Lease {
 		l.Annotations[markKey] = formatTime(issued)
 	}
 	return l
+}
+
+// serverClock is the API server's clock as the Lease l, just written,
+// shows it: the time of its latest managedFields entry, which the API
+// server stamps, on its own clock, when a write changes the fields a
+// manager owns, as every write here does (renewTime moves). It holds whole
+// seconds, cut short, so the reading is the middle of its second, within
+// half a second. The zero Reading if l has no such time (a server without
+// field management, or a fake clientset).
+func serverClock(l *coordinationv1.Lease) machineid.Reading {
+	var last time.Time
+	for _, f := range l.ManagedFields {
+		if f.Time != nil && f.Time.After(last) {
+			last = f.Time.Time
+		}
+	}
+	if last.IsZero() {
+		return machineid.Reading{}
+	}
+	return machineid.Reading{Source: "the API server's clock", Time: last.Add(time.Second / 2), Within: time.Second / 2}
 }

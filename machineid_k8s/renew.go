@@ -45,7 +45,7 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machine
 		got, err := s.leases.Update(ctx, s.holding(l, id, c, after, until, false), metav1.UpdateOptions{})
 		if err == nil {
 			s.held[c.Token] = got
-			return machineid.Grant{ID: id, Until: until}, nil
+			return machineid.Grant{ID: id, Until: until, Clock: serverClock(got)}, nil
 		}
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			return machineid.Grant{}, s.explain(fmt.Sprintf("updating the Lease %s of machine ID %d", s.name(id), id), err)

@@ -17,7 +17,8 @@ import (
 // limits are the store's bounds on the common options. Lease durations are
 // whole seconds, which the TTL is rounded up to; below a second, renewals
 // every TTL/3 would load the API server for nothing.
-var limits = machineid.Limits{Name: "machineid_k8s", MinTTL: time.Second}
+// Take and Renew read the API server's clock (see serverClock).
+var limits = machineid.Limits{Name: "machineid_k8s", MinTTL: time.Second, Clock: true}
 
 // settings are the store's own options.
 type settings struct {

@@ -33,6 +33,8 @@ func TestStore(t *testing.T) {
 		{"garbage mark", testGarbageMark},
 		{"missing namespace", testMissingNamespace},
 		{"clock ahead", testClockAhead},
+		{"clock off", testClockOff},
+		{"exhausted says who", testExhaustedSaysWho},
 	} {
 		ns := strings.ReplaceAll(tt.name, " ", "-")
 		s.CreateNamespace(ns)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -113,7 +115,7 @@ type choice struct {
 
 // pick chooses the ID to claim: one the token holds already (the trace of
 // a Take whose answer was lost); else the lowest free one whose mark is
-// before the holder's clock (c.Until − c.TTL), so that it can issue at
+// before the holder's clock (c.Now), so that it can issue at
 // once, an ID without a Lease among them; else the free one with the
 // earliest mark. A free ID whose mark does not parse is refused.
 func (s *store) pick(c machineid.Claim, slots map[int64]*slot) choice {
@@ -122,10 +124,11 @@ func (s *store) pick(c machineid.Claim, slots map[int64]*slot) choice {
 			return choice{slot: sl, err: sl.bad}
 		}
 	}
-	clock := c.Until.Add(-c.TTL)
+	clock := c.Now
 	var best *slot
 	var bad error
-	held, wait := 0, time.Duration(0)
+	var held []*slot
+	wait := time.Duration(0)
 	// An ID without a Lease ends the loop, so it runs at most len(slots)+1
 	// times, however wide the range.
 	for n := c.Lo; ; n++ {
@@ -134,7 +137,7 @@ func (s *store) pick(c machineid.Claim, slots map[int64]*slot) choice {
 		case sl == nil:
 			return choice{slot: &slot{id: n}}
 		case sl.left > 0:
-			held++
+			held = append(held, sl)
 			if wait == 0 || sl.left < wait {
 				wait = sl.left
 			}
@@ -157,19 +160,39 @@ func (s *store) pick(c machineid.Claim, slots map[int64]*slot) choice {
 	return choice{wait: wait, err: s.exhausted(c, held, wait, bad)}
 }
 
-// exhausted is Take's error when no ID can be taken: held of them are
+// exhausted is Take's error when no ID can be taken: held are the slots
 // held, the first of which may be taken over after wait, and bad is the
 // refusal of a free one whose mark does not parse, or nil.
-func (s *store) exhausted(c machineid.Claim, held int, wait time.Duration, bad error) error {
-	if held == 0 {
+func (s *store) exhausted(c machineid.Claim, held []*slot, wait time.Duration, bad error) error {
+	if len(held) == 0 {
 		return bad
 	}
-	err := fmt.Errorf("%w: %d..%d: %d held, by Leases %s* in the namespace %s seen renewed within their duration plus the margin; the first may be taken over in %v unless renewed",
-		machineid.ErrExhausted, c.Lo, c.Hi, held, s.prefix, s.namespace, wait.Round(time.Millisecond))
+	err := fmt.Errorf("%w: machine IDs %d..%d held by %s (Leases %s* in the namespace %s, seen renewed within their duration plus the margin); the first may be taken over in at most %v unless renewed",
+		machineid.ErrExhausted, c.Lo, c.Hi, s.holders(held), s.prefix, s.namespace, wait.Round(time.Millisecond))
 	if bad != nil {
 		err = fmt.Errorf("%w; and %w", err, bad)
 	}
 	return err
+}
+
+// holders names the holders of slots, as their holderIdentity gives them
+// less the token: the first few, and how many more.
+func (s *store) holders(slots []*slot) string {
+	const most = 4
+	var names []string
+	for _, sl := range slots {
+		who := holder(sl.lease)
+		if i := strings.LastIndexByte(who, '_'); i > 0 {
+			who = who[:i]
+		}
+		if !slices.Contains(names, who) {
+			names = append(names, who)
+		}
+	}
+	if len(names) > most {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+	}
+	return strings.Join(names, ", ")
 }
 
 // fits reports whether ctx leaves time to wait d and then claim an ID.
@@ -212,7 +235,7 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, sl *slot) (machine
 		return machineid.Grant{}, s.explain(fmt.Sprintf("%s the Lease %s for machine ID %d", doing, next.Name, sl.id), err)
 	}
 	s.held[c.Token] = got
-	return machineid.Grant{ID: sl.id, After: after, Until: until}, nil
+	return machineid.Grant{ID: sl.id, After: after, Until: until, Clock: serverClock(got)}, nil
 }
 
 // later returns the later of a and b.

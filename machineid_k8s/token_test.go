@@ -33,7 +33,8 @@ func TestTokenTrace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	claim := func(token string) machineid.Claim {
-		return machineid.Claim{Token: token, Lo: 0, Hi: 1, TTL: time.Second, Margin: 200 * time.Millisecond, Until: time.Now().Add(time.Second)}
+		now := time.Now()
+		return machineid.Claim{Token: token, Lo: 0, Hi: 1, TTL: time.Second, Margin: 200 * time.Millisecond, Now: now, Until: now.Add(time.Second)}
 	}
 	old := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
 	_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "trace-0", Annotations: map[string]string{markKey: formatTime(old)}}}, metav1.CreateOptions{})

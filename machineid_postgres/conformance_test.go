@@ -45,5 +45,6 @@ func TestConformance(t *testing.T) {
 		},
 		KeepsData: true,
 		TTL:       ttl,
+		Reference: "PostgreSQL's clock",
 	})
 }

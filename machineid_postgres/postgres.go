@@ -30,7 +30,12 @@ type DB interface {
 const defaultTable = "ringflake_machine_ids"
 
 // limits are PostgreSQL's bounds on the common options: one row per ID.
-var limits = machineid.Limits{Name: "machineid_postgres", MaxIDs: 1 << 16}
+// Take and Renew read the database's clock.
+var limits = machineid.Limits{Name: "machineid_postgres", MaxIDs: 1 << 16, Clock: true}
+
+// reference names the database's clock, clock_timestamp(), which every
+// statement that takes or renews reads.
+const reference = "PostgreSQL's clock"
 
 // store is the machineid.Store of one table, and its settings.
 type store struct {
@@ -104,7 +109,7 @@ func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 		g, err = s.take(ctx, c)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return g, fmt.Errorf("%w: every ID in %d..%d of %s is held", machineid.ErrExhausted, c.Lo, c.Hi, s.table)
+		return g, s.exhausted(ctx, c)
 	}
 	if err != nil {
 		return g, s.dbErr(err)
@@ -114,26 +119,53 @@ func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 
 func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
 	var (
-		g         machineid.Grant
-		inherited *time.Time
+		g               machineid.Grant
+		inherited, mark *time.Time
+		clock           time.Time
 	)
-	err := s.db.QueryRow(ctx, s.sql.take, c.Token, c.TTL.Microseconds(), c.Until, c.Lo, c.Hi).Scan(&g.ID, &inherited, &g.Until)
+	err := s.db.QueryRow(ctx, s.sql.take, c.Token, c.TTL.Microseconds(), proposed(c.Until), c.Lo, c.Hi).Scan(&g.ID, &inherited, &mark, &clock)
 	if inherited != nil {
 		g.After = *inherited
 	}
+	if mark != nil {
+		g.Until = *mark
+	}
+	g.Clock = machineid.Reading{Source: reference, Time: clock}
 	return g, err
+}
+
+// exhausted is Take's error when every row of c's range is held, saying
+// when the first frees by the database's clock.
+func (s *store) exhausted(ctx context.Context, c machineid.Claim) error {
+	err := fmt.Errorf("%w: machine IDs %d..%d of %s held, each by an unexpired owner (holders are random tokens)", machineid.ErrExhausted, c.Lo, c.Hi, s.table)
+	var left *float64 // seconds
+	if s.db.QueryRow(ctx, s.sql.held, c.Lo, c.Hi).Scan(&left) != nil || left == nil {
+		return err
+	}
+	return fmt.Errorf("%w; the first frees in at most %v, by the database's clock", err, time.Duration(*left*float64(time.Second)).Round(time.Millisecond))
+}
+
+// proposed is the mark a Claim proposes, as a statement's argument: NULL
+// for the zero Time, which raises no mark (GREATEST ignores a NULL).
+func proposed(until time.Time) any {
+	if until.IsZero() {
+		return nil
+	}
+	return until
 }
 
 // Renew runs renew; no row means the token no longer owns id.
 func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machineid.Grant, error) {
 	g := machineid.Grant{ID: id}
-	err := s.db.QueryRow(ctx, s.sql.renew, id, c.Token, c.TTL.Microseconds(), c.Until).Scan(&g.Until)
+	var clock time.Time
+	err := s.db.QueryRow(ctx, s.sql.renew, id, c.Token, c.TTL.Microseconds(), proposed(c.Until)).Scan(&g.Until, &clock)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return g, fmt.Errorf("%w: machine ID %d in %s has another owner or no row", machineid.ErrLeaseLost, id, s.table)
 	case err != nil:
 		return g, s.dbErr(err)
 	}
+	g.Clock = machineid.Reading{Source: reference, Time: clock}
 	return g, nil
 }
 

@@ -41,6 +41,7 @@ type statements struct {
 	take   string
 	renew  string
 	free   string
+	held   string
 }
 
 func newStatements(table string) statements {
@@ -69,14 +70,16 @@ ON CONFLICT (id) DO NOTHING`),
 		// take gives the token the lowest free row in lo..hi, preferring a
 		// row it already owns (the trace of an earlier take whose answer
 		// was lost, or its own lease after a loss the row did not see), and
-		// raises the row's mark ahead. A row locked by another statement is
+		// raises the row's mark ahead, unless the proposed mark is NULL
+		// (GREATEST ignores it). It answers with the database's clock, the
+		// reference a holder's clock is checked against. A row locked by another statement is
 		// skipped, not waited for: it is being taken, renewed or released.
 		// FOR UPDATE locks the newest version of the row and checks the
 		// WHERE clause against it again, so a row another statement took
 		// since this one's snapshot is passed over too.
 		//	$1 token, $2 TTL in µs, $3 the proposed mark (the holder's clock
-		//	+ TTL), $4 lo, $5 hi
-		//	returns id, inherited, mark
+		//	+ TTL) or NULL, $4 lo, $5 hi
+		//	returns id, inherited, mark, the database's clock
 		take: r.Replace(`UPDATE $table AS t SET
   owner = $1,
   expires_at = statement_timestamp() + $2::bigint * interval '1 microsecond',
@@ -89,18 +92,19 @@ WHERE t.id = (
   ORDER BY f.owner IS NOT DISTINCT FROM $1 DESC, f.id
   LIMIT 1
   FOR UPDATE SKIP LOCKED)
-RETURNING t.id, t.inherited, t.mark`),
+RETURNING t.id, t.inherited, t.mark, clock_timestamp()`),
 
 		// renew extends the token's lease on id and raises the mark
 		// ahead. It succeeds on a row that expired and that nobody took:
 		// the owner never changed, so nobody else held it meanwhile.
 		//	$1 id, $2 token, $3 TTL in µs, $4 the proposed mark
-		//	returns mark, or no row when the token no longer owns id
+		//	returns mark and the database's clock, or no row when the token
+		//	no longer owns id
 		renew: r.Replace(`UPDATE $table SET
   expires_at = statement_timestamp() + $3::bigint * interval '1 microsecond',
   mark = GREATEST(mark, $4::timestamptz)
 WHERE id = $1::bigint AND owner = $2
-RETURNING mark`),
+RETURNING mark, clock_timestamp()`),
 
 		// free releases every row the token owns and, if the holder says
 		// how far it issued, lowers the mark to that time or to the mark
@@ -112,6 +116,13 @@ RETURNING mark`),
   mark = CASE WHEN $2::timestamptz IS NULL THEN mark
               ELSE LEAST(mark, GREATEST($2::timestamptz, inherited)) END
 WHERE owner = $1`),
+
+		// held says in how many seconds the first of the rows of lo..hi
+		// that an unexpired owner holds expires.
+		//	$1 lo, $2 hi
+		held: r.Replace(`SELECT EXTRACT(EPOCH FROM min(expires_at) - statement_timestamp())::float8
+FROM $table
+WHERE id BETWEEN $1::bigint AND $2::bigint AND owner IS NOT NULL AND expires_at >= statement_timestamp()`),
 	}
 }
 

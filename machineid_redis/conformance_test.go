@@ -22,7 +22,9 @@ func harness(newClient func() redis.UniversalClient, pause func() func(), restar
 	return machineidtest.Harness{
 		NewLeaser: func(t *testing.T, lo, hi int64, ttl time.Duration) (machineid.Leaser, error) {
 			c := newClient()
-			s, err := mr.New(c, machineid.WithRange(lo, hi), machineid.WithTTL(ttl))
+			// A bound of 500ms keeps the restart floor (TTL + bound) short;
+			// the Clock subtest's clocks are 30s off.
+			s, err := mr.New(c, machineid.WithRange(lo, hi), machineid.WithTTL(ttl), machineid.WithMaxClockOffset(500*time.Millisecond))
 			if err != nil {
 				_ = c.Close()
 				return nil, err
@@ -42,6 +44,7 @@ func harness(newClient func() redis.UniversalClient, pause func() func(), restar
 		// and marks, and the restart floor must cover them.
 		KeepsData: false,
 		TTL:       time.Second,
+		Reference: "Redis's clock (TIME)",
 	}
 }
 

@@ -17,8 +17,11 @@
 //
 // Guarantee: while Redis keeps its keys (no FLUSHALL, no eviction, no
 // failover to a replica that lagged), no two holders issue the same ID,
-// whatever their clocks say. After a restart that lost the marks, every
-// ID waits out a restart floor of TTL + [WithMaxClockSkew].
+// whatever their clocks say. Every script reads Redis's clock (TIME), which
+// a holder's is checked against when it takes an ID
+// (machineid.WithMaxClockOffset), and no mark is set more than the TTL and
+// that bound past it; after a restart that lost the marks, every ID waits
+// out a restart floor of TTL + the bound, counted on Redis's clock.
 //
 // The options common to every store are in package machineid. What a user
 // sees on a first lease, a loss, a restart or a failover, and what the

@@ -24,11 +24,11 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	// New waits, within its context (30 s without a deadline), until the
-	// clock has passed the mark the ID inherited: up to a TTL on a Redis
-	// that just started.
+	// clock has passed the mark the ID inherited (up to TTL + 2 s on a
+	// Redis that just started) and, if every ID is held, for one to free.
 	g, err := ringflake.New(context.Background(), ringflake.WithMachineIDSource(svc))
 	if err != nil {
-		log.Fatal(err) // for example: all IDs in the range are leased
+		log.Fatal(err) // for example: all IDs in the range were held until the deadline, or the clock is off Redis's
 	}
 	defer g.Close() // releases the lease
 	id, err := g.NextID()

@@ -79,7 +79,7 @@ func TestHostModeRefusals(t *testing.T) {
 	t.Parallel()
 	t.Run("second live process on the host", func(t *testing.T) {
 		t.Parallel()
-		c := client(t, settled(t, ttl).Addr)
+		c := client(t, settled(t, floor).Addr)
 		ctx := acquireCtx(t)
 		first := hostMapped(t, c, "10.0.0.5")
 		id, err := first.MachineID(ctx)

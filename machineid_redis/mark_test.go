@@ -17,8 +17,10 @@ import (
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
-// defaultMargin is the safety margin a Service with TTL ttl uses.
-const defaultMargin = ttl / 5
+// bound is the default bound on a holder's clock's offset from the
+// server's (machineid.WithMaxClockOffset): no mark is set more than TTL +
+// bound past the server's time.
+const bound = 2 * time.Second
 
 // markOf reads id's mark from Redis, and then the server's time; ok is
 // false if id has no mark.
@@ -45,14 +47,13 @@ type offsetClock struct{ off atomic.Int64 }
 func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
 
 // Acquisition and renewals set the mark a TTL ahead of the holder's clock;
-// a holder whose clock reads ahead of the server's, within the safety
-// margin, still never puts a mark more than TTL + margin past the
-// server's time.
-func TestMarksStayWithinTTLAndMarginOfTheServersTime(t *testing.T) {
+// a holder whose clock reads ahead of the server's, within the bound, still
+// never puts a mark more than TTL + bound past the server's time.
+func TestMarksStayWithinTTLAndBoundOfTheServersTime(t *testing.T) {
 	t.Parallel()
-	c := client(t, settled(t, ttl).Addr)
+	c := client(t, settled(t, floor).Addr)
 	var clock offsetClock
-	clock.off.Store(int64(defaultMargin * 3 / 4))
+	clock.off.Store(int64(bound * 3 / 4))
 	s := leased(t, c, machineid.WithRange(0, 0))
 	holderclock.Set(s, clock.Now)
 	_, err := s.MachineID(acquireCtx(t))
@@ -60,69 +61,95 @@ func TestMarksStayWithinTTLAndMarginOfTheServersTime(t *testing.T) {
 	for i := range 5 {
 		mark, server, ok := markOf(t, c, 0)
 		require.True(t, ok, "the ID should have a mark")
-		assert.False(t, mark.After(server.Add(ttl+defaultMargin)), "round %d: mark %v is more than TTL + margin past the server's time %v", i, mark, server)
+		assert.False(t, mark.After(server.Add(ttl+bound)), "round %d: mark %v is more than TTL + bound past the server's time %v", i, mark, server)
 		assert.True(t, mark.After(server.Add(ttl/2)), "round %d: mark %v should be about a TTL ahead of %v", i, mark, server)
 		time.Sleep(ttl / 3) // a renewal
 	}
-	assert.True(t, leaseOf(s).Held)
+	l := leaseOf(s)
+	assert.True(t, l.Held)
+	assert.InDelta(t, bound*3/4, l.Clock.By, float64(100*time.Millisecond), "the offset measured against the server's time: %v", l.Clock)
+	assert.Equal(t, "Redis's clock (TIME)", l.Clock.Against)
 }
 
-// A holder whose clock reads further ahead of the server's than the margin
-// plus the skew allowance is refused, and no mark is written for it.
-func TestClockTooFarAheadIsRefused(t *testing.T) {
+// A holder whose clock reads further from the server's than the bound, ahead
+// or behind, is refused at once, names the clock, the offset and the bound,
+// frees the ID and writes no mark.
+func TestClockOffIsRefused(t *testing.T) {
 	t.Parallel()
 	c := client(t, redistest.Start(t).Addr)
 	for _, tt := range []struct {
-		name   string
-		opts   []machineid.Option
-		ahead  time.Duration
-		allows string
+		name string
+		opts []machineid.Option
+		off  time.Duration
+		says string
 	}{
-		{"an hour, default margin", nil, time.Hour, "at most 200ms (safety margin 200ms + max clock skew 0s)"},
-		{"past the skew allowed", []machineid.Option{mr.WithMaxClockSkew(time.Second)}, 2 * time.Second, "at most 1.2s (safety margin 200ms + max clock skew 1s)"},
+		{"30s ahead", nil, 30 * time.Second, "s ahead of Redis's clock (TIME) (±"},
+		{"30s behind", nil, -30 * time.Second, "s behind Redis's clock (TIME) (±"},
+		{"an hour ahead", nil, time.Hour, "s ahead of Redis's clock (TIME) (±"},
+		{"past a bound of 500ms", []machineid.Option{machineid.WithMaxClockOffset(500 * time.Millisecond)}, time.Second, "s ahead of Redis's clock (TIME) (±"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var clock offsetClock
-			clock.off.Store(int64(tt.ahead))
+			clock.off.Store(int64(tt.off))
 			p := "{" + tt.name + "}:"
 			s := leased(t, c, append(tt.opts, mr.WithPrefix(p))...)
 			holderclock.Set(s, clock.Now)
+			start := time.Now()
 			_, err := s.MachineID(acquireCtx(t))
-			require.Error(t, err)
-			assert.ErrorContains(t, err, "machineid_redis: taking a machine ID: this process's clock is ")
-			assert.ErrorContains(t, err, "ahead of the Redis server's; "+tt.allows)
-			n, err := c.Exists(context.Background(), p+"MARKS").Result()
+			require.ErrorIs(t, err, machineid.ErrClockOffset)
+			assert.Less(t, time.Since(start), time.Second, "the refusal comes at once")
+			var ce *machineid.ClockOffsetError
+			require.ErrorAs(t, err, &ce)
+			assert.InDelta(t, tt.off, ce.By, float64(50*time.Millisecond), "the offset measured: %v", ce.ClockOffset)
+			assert.Less(t, ce.Within, 50*time.Millisecond, "the measurement's uncertainty, half a local round trip")
+			assert.ErrorContains(t, err, "machineid: the clock is off the fleet's: this process's clock is ")
+			assert.ErrorContains(t, err, tt.says)
+			assert.ErrorContains(t, err, "is allowed (machineid.WithMaxClockOffset), so machine ID 0 was not taken")
+			n, err := c.Exists(context.Background(), p+"MARKS", p+"LEASE:0").Result()
 			require.NoError(t, err)
-			assert.Zero(t, n, "a refused holder must write no mark")
+			assert.Zero(t, n, "a refused holder must write no mark, and free the ID")
 		})
 	}
+	t.Run("within the bound", func(t *testing.T) {
+		var clock offsetClock
+		clock.off.Store(int64(-time.Second))
+		s := leased(t, c, mr.WithPrefix("{within}:"))
+		holderclock.Set(s, clock.Now)
+		_, err := s.MachineID(acquireCtx(t))
+		require.NoError(t, err, "a clock 1s behind, within the default bound of 2s")
+	})
 }
 
-// A holder whose clock jumps ahead mid-lease is refused at its next
-// renewal: its mark stays within reach of the server's time, and the
-// lease lapses with the clock as the cause.
-func TestClockJumpingAheadLapsesTheLease(t *testing.T) {
+// A holder whose clock jumps an hour ahead mid-lease keeps its lease, as a
+// clock that is off while an ID is held is reported, never a reason to
+// stop; but its marks stay within TTL + bound of the server's time, so its
+// generator cannot issue past them, and the offset is reported.
+func TestClockJumpingAheadKeepsMarksWithinBounds(t *testing.T) {
 	t.Parallel()
-	c := client(t, settled(t, ttl).Addr)
+	c := client(t, settled(t, floor).Addr)
 	var clock offsetClock
 	s := leased(t, c, machineid.WithRange(0, 0))
 	holderclock.Set(s, clock.Now)
 	_, err := s.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	clock.off.Store(int64(time.Hour))
-	require.Eventually(t, func() bool { return !leaseOf(s).Held }, 10*ttl, ttl/20, "the lease should lapse")
-	assert.ErrorContains(t, leaseOf(s).Err, "ahead of the Redis server's", "the lapse should name the clock")
+	require.Eventually(t, func() bool { return leaseOf(s).Clock.Past() }, 10*ttl, ttl/20, "a renewal should measure the clock an hour ahead")
+	time.Sleep(ttl) // a few renewals
+	l := leaseOf(s)
+	assert.True(t, l.Held, "the lease is kept: %v", l.Err)
+	assert.Contains(t, l.Clock.String(), "1h0m0s ahead of Redis's clock (TIME)")
 	mark, server, ok := markOf(t, c, 0)
 	require.True(t, ok)
-	assert.False(t, mark.After(server.Add(ttl+defaultMargin)), "mark %v is more than TTL + margin past the server's time %v", mark, server)
+	assert.False(t, mark.After(server.Add(ttl+bound)), "mark %v is more than TTL + bound past the server's time %v", mark, server)
+	assert.False(t, l.Until.After(server.Add(ttl+bound)), "Until %v is more than TTL + bound past the server's time %v", l.Until, server)
 }
 
 // Release with a time past the mark raises the mark to it, so the mark is
-// never below what the holder issued, but no further than TTL + margin
+// never below what the holder issued, but no further than TTL + bound
 // past the server's time.
 func TestReleaseRaisesTheMarkWithinBounds(t *testing.T) {
 	t.Parallel()
-	c := client(t, settled(t, ttl).Addr)
+	c := client(t, settled(t, floor).Addr)
 	a := leased(t, c, machineid.WithRange(0, 0))
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
@@ -139,6 +166,6 @@ func TestReleaseRaisesTheMarkWithinBounds(t *testing.T) {
 	require.NoError(t, b.Release(time.Now().Add(time.Hour)))
 	mark, server, ok := markOf(t, c, 0)
 	require.True(t, ok)
-	assert.False(t, mark.After(server.Add(ttl+defaultMargin)), "mark %v is more than TTL + margin past the server's time %v", mark, server)
-	assert.True(t, mark.After(server.Add(ttl/2)), "mark %v should have been raised toward the time issued", mark)
+	assert.False(t, mark.After(server.Add(ttl+bound)), "mark %v is more than TTL + bound past the server's time %v", mark, server)
+	assert.True(t, mark.After(server.Add(ttl+bound/2)), "mark %v should have been raised toward the time issued", mark)
 }

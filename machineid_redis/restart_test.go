@@ -15,7 +15,6 @@ import (
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/redistest"
 	"github.com/ringflake/ringflake/machineid"
-	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
 // TestRedisRestartWithLiveHolder restarts Redis under a live holder. The
@@ -35,7 +34,7 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := settled(t, ttl)
+			srv := settled(t, floor)
 			c := client(t, srv.Addr)
 			if tt.snapshot {
 				// A snapshot in which ID 0 is free with a mark in the past:
@@ -130,7 +129,7 @@ func TestRedisRestartWithLiveHolder(t *testing.T) {
 func TestRestartFloorCountsFromTheAnswer(t *testing.T) {
 	t.Parallel()
 	const ttl = 5 * time.Second
-	srv := settled(t, ttl)
+	srv := settled(t, floor)
 	ca := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	a := leased(t, ca, machineid.WithRange(0, 0), machineid.WithTTL(ttl))
 	_, err := a.MachineID(acquireCtx(t))
@@ -159,40 +158,32 @@ func TestRestartFloorCountsFromTheAnswer(t *testing.T) {
 		"b's After = %v is below the mark %v that the live holder a was confirmed before the restart", leaseOf(b).After, markA)
 }
 
-// TestMaxClockSkewCoversLostMarks has a holder whose clock runs 2 s ahead
-// (of the true one, and of the Redis server's, which its skew allowance of
-// 3 s admits) issue on ID 0, and Redis then lose every mark. A process on
-// the true clock that takes ID 0 next must start after the old holder's
-// mark: the restart floor alone (clocks taken to agree) falls short, and
-// WithMaxClockSkew(3s) covers it.
-func TestMaxClockSkewCoversLostMarks(t *testing.T) {
+// TestRestartFloorCoversClocksWithinTheBound has a holder whose clock runs
+// 1.5s ahead (of the true one and the server's, within the default bound
+// of 2s) issue on ID 0, and Redis then lose every mark. A process on the
+// true clock that takes ID 0 next must start after the old holder's mark:
+// the floor is counted on the server's clock and covers marks up to TTL +
+// bound past it, which the scripts enforce.
+func TestRestartFloorCoversClocksWithinTheBound(t *testing.T) {
 	t.Parallel()
-	const skew = 3 * time.Second
-	srv := settled(t, ttl+skew) // no restart floor for a
-	ahead := func() time.Time { return time.Now().Add(2 * time.Second) }
-	a := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), mr.WithMaxClockSkew(skew))
+	srv := settled(t, floor) // no restart floor for a
+	ahead := func() time.Time { return time.Now().Add(bound * 3 / 4) }
+	a := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0))
 	ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(-1))
 	require.NoError(t, err)
 	_, err = ga.NextID()
 	require.NoError(t, err)
-	markA := ga.Lease().Until // on a's clock, 2 s ahead of the true one
+	markA := ga.Lease().Until // on a's clock, 1.5s ahead of the true one
 	require.NoError(t, ga.Close())
 
 	srv.Stop()
 	srv.Restart() // every mark lost
 
-	plain := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0))
-	_, err = plain.MachineID(acquireCtx(t))
-	require.NoError(t, err)
-	assert.True(t, leaseOf(plain).After.Before(markA),
-		"without a skew allowance the floor (%v) should fall short of a mark made 2 s ahead (%v); the option would be pointless", leaseOf(plain).After, markA)
-	require.NoError(t, plain.Release(time.Time{}))
-
-	b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), mr.WithMaxClockSkew(skew))
+	b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0))
 	_, err = b.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	assert.False(t, leaseOf(b).After.Before(markA),
-		"with 3 s of skew allowed, After = %v should be at or past the lost mark %v", leaseOf(b).After, markA)
+		"After = %v should be at or past the lost mark %v, made 1.5s ahead", leaseOf(b).After, markA)
 }
 
 // TestGeneratorRefusesAnIDItCannotEncode gives a generator whose layout

@@ -19,7 +19,7 @@ func TestScriptsAreIdempotent(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = time.Second
-	srv.WaitUptime(ttl) // no restart floor: the previous holder's mark below is the one to inherit
+	srv.WaitUptime(ttl + time.Second) // no restart floor (TTL + the claim's MaxOffset): the previous holder's mark below is the one to inherit
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
@@ -27,7 +27,8 @@ func TestScriptsAreIdempotent(t *testing.T) {
 		_, s, err := newStore(c, []machineid.Option{mode, machineid.WithRange(1, 1), machineid.WithTTL(ttl), WithPrefix("{idem" + string('0'+rune(m)) + "}:")})
 		require.NoError(t, err)
 		require.NoError(t, c.HSet(ctx, s.keys[0], "1", "5000").Err(), "a previous holder's mark")
-		claim := machineid.Claim{Token: "t", Lo: 1, Hi: 1, TTL: ttl, Margin: ttl / 5, Until: time.Now().Add(ttl)}
+		now := time.Now()
+		claim := machineid.Claim{Token: "t", Lo: 1, Hi: 1, TTL: ttl, Margin: ttl / 5, Now: now, Until: now.Add(ttl), MaxOffset: time.Second}
 
 		first, err := s.Take(ctx, claim)
 		require.NoError(t, err)

@@ -22,56 +22,46 @@ import "github.com/redis/go-redis/v9"
 // second run must find the first run's effect and return the same answer.
 //
 // No script sets a mark more than ahead + slack past the server's time
-// (TIME), where ahead is the TTL and slack the safety margin plus the
-// allowed clock skew: the marks are on the holders' clocks, and a holder
-// whose clock reads further ahead than slack is refused (clockAhead)
-// rather than left to push an ID's mark out of reach of every holder
-// after it.
+// (TIME), where ahead is the TTL and slack the holders' bound on their
+// clock's offset (machineid.WithMaxClockOffset): the marks are on the
+// holders' clocks, and one whose clock reads further ahead gets a mark cut
+// to that (capped), rather than push an ID's mark out of reach of every
+// holder after it. The restart floor relies on it. A slack of -1 (the
+// check off) caps nothing. Every script answers with the server's time in
+// µs, against which the Holder checks the holder's clock.
 
 // luaTake is shared by both acquire scripts. Given id (free or already
-// ours) and after (the mark this token inherited), it takes the lease, raises
-// the mark ahead and returns {id, after, mark}. A retry reuses the after
-// recorded in the owner hash, so it does not mistake its own raised mark for
-// a previous holder's.
+// ours) and after (the mark this token inherited), it takes the lease,
+// raises the mark to until (0: not at all) and returns {id, after, mark,
+// server µs}. A retry reuses the after recorded in the owner hash, so it
+// does not mistake its own raised mark for a previous holder's.
 const luaTake = luaClock + `
-local function take(prefix, token, marks, id, after, ttl, now, ahead, up)
+local function take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
   local owner = prefix .. 'OWNER:' .. token
   redis.call('SET', prefix .. 'LEASE:' .. id, token, 'PX', ttl)
   redis.call('DEL', owner)
   redis.call('HSET', owner, 'id', id, 'after', string.format('%.0f', after))
   redis.call('PEXPIRE', owner, ttl)
-  return {id, after, raise(marks, id, now + ahead), up}
+  return {id, after, raise(marks, id, capped(untilMs, ahead, slack)), serverUs()}
 end
 
--- restartUp returns how long the server has been up, in ms, while that is
--- under restart ms, and -1 after. A server that restarted may have lost,
--- or rolled back to a snapshot, the leases and marks of holders that are
--- still running: such a holder was last confirmed before the restart, so
--- its mark is at most restart time + TTL on its clock, and its lease ends
--- by then as well. restart is the TTL plus how far the holders' clocks
--- may differ (WithMaxClockSkew): until that has passed since the restart,
--- every ID's mark is taken to be restart time + restart (restartFloor).
--- uptime_in_seconds is a difference of whole seconds and can read up to a
--- second high, hence the second taken off.
-local function restartUp(restart)
+-- restartFloor returns the mark every ID is taken to have after a restart,
+-- or 0 once restart ms have passed since it. A server that restarted may
+-- have lost, or rolled back to a snapshot, the leases and marks of holders
+-- that are still running: such a holder was last confirmed before the
+-- restart, and no mark was set more than restart (the TTL plus the slack)
+-- past the server's time then, so every lost mark is below the restart's
+-- time plus restart, on the server's clock, which the floor is counted in.
+-- The server's time and its uptime are read in one run, so a call that
+-- runs late gets the same floor. uptime_in_seconds is a difference of whole
+-- seconds and can read up to a second high, hence the second taken off.
+local function restartFloor(restart)
   local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
   local upMs = math.max((tonumber(up or '0') or 0) - 1, 0) * 1000
   if upMs >= restart then
-    return -1
-  end
-  return upMs
-end
-
--- restartFloor returns the mark every ID is taken to have, given up from
--- restartUp, or 0 when there is none. now is the caller's clock when it
--- sent the call, so a call that runs late gets a floor too low by the
--- delay; the caller, to which up is returned, raises it by measuring from
--- when the answer came instead.
-local function restartFloor(now, up, restart)
-  if up < 0 then
     return 0
   end
-  return now - up + restart
+  return serverMs() - upMs + restart
 end
 
 -- markOf returns the id's mark, or floor if that is later.
@@ -89,26 +79,46 @@ local function mine(prefix, token)
   end
   return nil
 end
+
+-- firstFree returns how many of the leases lo..hi exist and the least time,
+-- in ms, that any of them has left.
+local function firstFree(prefix, lo, hi)
+  local held, left = 0, -1
+  for i = lo, hi do
+    local pttl = redis.call('PTTL', prefix .. 'LEASE:' .. i)
+    if pttl >= 0 then
+      held = held + 1
+      if left < 0 or pttl < left then
+        left = pttl
+      end
+    end
+  end
+  return held, left
+end
 `
 
-// luaClock holds the helpers that keep marks within reach of the server's
-// time, shared by every script.
+// luaClock holds the helpers that read the server's clock and keep marks
+// within reach of it, shared by every script.
 const luaClock = `
--- serverMs returns the server's time in ms since the Unix epoch.
-local function serverMs()
+-- serverUs returns the server's time in µs since the Unix epoch, which a
+-- Lua number holds exactly.
+local function serverUs()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- clockAhead returns the server's time if the caller's clock, now, reads
--- more than slack ahead of it, so that a mark now + ahead would be more
--- than ahead + slack past the server's time; else nil.
-local function clockAhead(now, slack)
-  local srv = serverMs()
-  if now > srv + slack then
-    return srv
+-- serverMs returns the server's time in ms since the Unix epoch.
+local function serverMs()
+  return math.floor(serverUs() / 1000)
+end
+
+-- capped returns to, but no more than ahead + slack past the server's
+-- time; to itself for a slack below 0 (the check off).
+local function capped(to, ahead, slack)
+  if slack < 0 then
+    return to
   end
-  return nil
+  return math.min(to, serverMs() + ahead + slack)
 end
 
 -- raise sets the id's mark to to, if that is higher, and returns the mark.
@@ -127,31 +137,26 @@ end
 // mark, whose holder must then wait for its clock to pass the mark.
 //
 //	KEYS[1] marks
-//	ARGV    prefix, token, lo, hi, ttl ms, now ms, ahead ms, restart ms, slack ms
-//	returns {id, after, mark, up}, or {-1, held} when every ID is held, or
-//	{-6, server ms} when now is more than slack ahead of the server's time;
-//	up is the server's uptime in ms while the restart floor applies, else -1
+//	ARGV    prefix, token, lo, hi, ttl ms, now ms, until ms (0: raise no mark),
+//	        ahead ms, restart ms, slack ms (-1: no cap)
+//	returns {id, after, mark, server µs}, or {-1, held, least ms left} when
+//	every ID is held; after includes the restart floor
 var leaseAcquire = redis.NewScript(luaTake + `
 local prefix, token, marks = ARGV[1], ARGV[2], KEYS[1]
 local lo, hi = tonumber(ARGV[3]), tonumber(ARGV[4])
-local ttl, now, ahead = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local restart, slack = tonumber(ARGV[8]), tonumber(ARGV[9])
-local srv = clockAhead(now, slack)
-if srv then
-  return {-6, srv}
-end
-local up = restartUp(restart)
+local ttl, now, untilMs, ahead = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local restart, slack = tonumber(ARGV[9]), tonumber(ARGV[10])
 local id, after = mine(prefix, token)
 if id then
-  return take(prefix, token, marks, id, after, ttl, now, ahead, up)
+  return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
-local floor = restartFloor(now, up, restart)
+local floor = restartFloor(restart)
 local best, bestMark = nil, nil
 for i = lo, hi do
   if redis.call('EXISTS', prefix .. 'LEASE:' .. i) == 0 then
     local m = markOf(marks, i, floor)
     if m < now then
-      return take(prefix, token, marks, i, m, ttl, now, ahead, up)
+      return take(prefix, token, marks, i, m, ttl, untilMs, ahead, slack)
     end
     if best == nil or m < bestMark then
       best, bestMark = i, m
@@ -159,9 +164,10 @@ for i = lo, hi do
   end
 end
 if best == nil then
-  return {-1, hi - lo + 1}
+  local held, left = firstFree(prefix, lo, hi)
+  return {-1, held, left}
 end
-return take(prefix, token, marks, best, bestMark, ttl, now, ahead, up)
+return take(prefix, token, marks, best, bestMark, ttl, untilMs, ahead, slack)
 `)
 
 // hostAcquire is the host mapping made atomic: the host's ID from the
@@ -170,11 +176,11 @@ return take(prefix, token, marks, best, bestMark, ttl, now, ahead, up)
 // host is refused rather than sharing the ID.
 //
 //	KEYS[1] marks, KEYS[2] mapping, KEYS[3] max id
-//	ARGV    prefix, token, host, lo, hi, ttl ms, now ms, ahead ms, restart ms, slack ms
-//	returns {id, after, mark, up} as leaseAcquire; {-1, last} when the range is used up;
-//	{-2, id, pttl} when another owner holds the host's ID; {-3, id} when the
-//	mapping holds an ID outside lo..hi; {-4} when it holds something that is
-//	not a decimal ID; {-5} when max id does not; {-6, server ms} as leaseAcquire
+//	ARGV    prefix, token, host, lo, hi, ttl ms, until ms, ahead ms, restart ms, slack ms
+//	returns {id, after, mark, server µs} as leaseAcquire; {-1, last} when the
+//	range is used up; {-2, id, pttl} when another owner holds the host's ID;
+//	{-3, id} when the mapping holds an ID outside lo..hi; {-4} when it holds
+//	something that is not a decimal ID; {-5} when max id does not
 //
 // A decimal ID here is 1 to 15 ASCII digits, which a Lua number holds
 // exactly. Anything else ("5.5", "-0", "nan", " 5") is refused: Lua's
@@ -189,16 +195,11 @@ end
 local prefix, token, marks, mapping, maxid = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local host = ARGV[3]
 local lo, hi = tonumber(ARGV[4]), tonumber(ARGV[5])
-local ttl, now, ahead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local ttl, untilMs, ahead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local restart, slack = tonumber(ARGV[9]), tonumber(ARGV[10])
-local srv = clockAhead(now, slack)
-if srv then
-  return {-6, srv}
-end
-local up = restartUp(restart)
 local id, after = mine(prefix, token)
 if id then
-  return take(prefix, token, marks, id, after, ttl, now, ahead, up)
+  return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
 local raw = redis.call('HGET', mapping, host)
 if raw and not decimal(raw) then
@@ -225,19 +226,19 @@ local lease = prefix .. 'LEASE:' .. id
 if redis.call('EXISTS', lease) == 1 then
   return {-2, id, redis.call('PTTL', lease)}
 end
-return take(prefix, token, marks, id, markOf(marks, id, restartFloor(now, up, restart)), ttl, now, ahead, up)
+return take(prefix, token, marks, id, markOf(marks, id, restartFloor(restart)), ttl, untilMs, ahead, slack)
 `)
 
-// renew extends the token's lease on id and raises the mark ahead.
+// renew extends the token's lease on id and raises the mark to until,
+// capped at ahead + slack past the server's time.
 //
 //	KEYS[1] marks
-//	ARGV    prefix, token, id, ttl ms, now ms, ahead ms, slack ms
-//	returns {1, mark}; {0} when no lease is on id; {-1} when another owner
-//	holds it; {-2, server ms} when now is more than slack ahead of the
-//	server's time, and then the lease is left to run out
+//	ARGV    prefix, token, id, ttl ms, until ms, ahead ms, slack ms
+//	returns {1, mark, server µs}; {0} when no lease is on id; {-1} when
+//	another owner holds it
 var renew = redis.NewScript(luaClock + `
 local prefix, token, marks, id = ARGV[1], ARGV[2], KEYS[1], ARGV[3]
-local ttl, now, ahead = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local ttl, untilMs, ahead = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local slack = tonumber(ARGV[7])
 local lease = prefix .. 'LEASE:' .. id
 local holder = redis.call('GET', lease)
@@ -247,13 +248,9 @@ if holder ~= token then
   end
   return {0}
 end
-local srv = clockAhead(now, slack)
-if srv then
-  return {-2, srv}
-end
 redis.call('PEXPIRE', lease, ttl)
 redis.call('PEXPIRE', prefix .. 'OWNER:' .. token, ttl)
-return {1, raise(marks, id, now + ahead)}
+return {1, raise(marks, id, capped(untilMs, ahead, slack)), serverUs()}
 `)
 
 // release drops the token's lease: the one its owner hash names, and the
@@ -289,7 +286,7 @@ for _, id in ipairs({ownID or false, ARGV[3]}) do
       if low < mark then
         redis.call('HSET', KEYS[1], id, string.format('%.0f', low))
       elseif issued > mark then
-        raise(KEYS[1], id, math.min(issued, serverMs() + ahead + slack))
+        raise(KEYS[1], id, capped(issued, ahead, slack))
       end
     end
   end

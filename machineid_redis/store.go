@@ -26,17 +26,17 @@ var limits = machineid.Limits{
 	MinTTL: time.Second,
 	MaxTTL: 5 * time.Minute,
 	MaxID:  1e14 - 1,
+	Clock:  true,
 }
 
-const (
-	defaultPrefix = "{ringflake}:"
-	maxSkew       = time.Minute
-)
+const defaultPrefix = "{ringflake}:"
+
+// reference names the server's clock, which every script reads.
+const reference = "Redis's clock (TIME)"
 
 // settings are the options of this store alone.
 type settings struct {
 	prefix   string
-	skew     time.Duration
 	hostMode bool
 	host     string
 }
@@ -47,15 +47,6 @@ type settings struct {
 // default, means "{ringflake}:".
 func WithPrefix(p string) machineid.Option {
 	return machineid.StoreOption("machineid_redis.WithPrefix", func(s *settings) { s.prefix = p })
-}
-
-// WithMaxClockSkew sets how far apart the clocks of the holders and of the
-// Redis server may be, 0..1m; 0, the default, means they agree within the
-// safety margin. It widens the restart floor after a Redis restart that
-// lost marks (TTL + d), and how far a holder's clock may read ahead of the
-// server's before it is refused (margin + d). See docs/machineid_redis.md.
-func WithMaxClockSkew(d time.Duration) machineid.Option {
-	return machineid.StoreOption("machineid_redis.WithMaxClockSkew", func(s *settings) { s.skew = d })
 }
 
 // WithHostMapping selects host mode, compatible with the keys of an
@@ -104,11 +95,8 @@ func newStore(client redis.UniversalClient, opts []machineid.Option) (*machineid
 		s.prefix = defaultPrefix
 	}
 	_, single := client.(*redis.Client)
-	switch {
-	case !hasHashTag(s.prefix) && !single:
+	if !hasHashTag(s.prefix) && !single {
 		return nil, nil, invalid("prefix", fmt.Sprintf("%q", s.prefix), fmt.Sprintf("one with a hash tag, such as %q: Lua scripts need every key in one Cluster slot", "{"+strings.Trim(s.prefix, ":")+"}:"))
-	case s.skew < 0 || s.skew > maxSkew:
-		return nil, nil, invalid("max clock skew", s.skew, fmt.Sprintf("0..%v", maxSkew))
 	}
 	if s.hostMode && s.host == "" {
 		if s.host, err = defaultHost(); err != nil {
@@ -149,47 +137,37 @@ func defaultHost() (string, error) {
 }
 
 // Take runs the mode's acquire script. The scripts work in ms on the
-// holder's clock: now is the Claim's Until less its TTL.
+// holder's clock, c.Now, and answer with the server's time, the reference.
 func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
-	sent := time.Now()
-	now, ttl := c.Until.Add(-c.TTL).UnixMilli(), c.TTL.Milliseconds()
-	restart, slack := ttl+s.skew.Milliseconds(), s.slack(c).Milliseconds()
+	now, ttl, until := c.Now.UnixMilli(), c.TTL.Milliseconds(), ceilMs(c.Until)
+	restart, slack := s.restart(c).Milliseconds(), slackMs(c)
 	var (
 		res []int64
 		err error
 	)
 	if s.hostMode {
-		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, now, ttl, restart, slack)
+		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, until, ttl, restart, slack)
 	} else {
-		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, ttl, restart, slack)
+		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, until, ttl, restart, slack)
 	}
 	if err != nil {
 		return machineid.Grant{}, err
 	}
-	if err := s.refused(res, now, c); err != nil {
+	if err := s.refused(res, c); err != nil {
 		return machineid.Grant{}, err
 	}
-	after := res[1]
-	if up := res[3]; up >= 0 {
-		// The script's restart floor counts from when the call was sent;
-		// counted from when the answer came, it cannot be too low however
-		// late the script ran.
-		after = max(after, now+time.Since(sent).Milliseconds()-up+restart)
-	}
-	return machineid.Grant{ID: res[0], After: msTime(after), Until: msTime(res[2])}, nil
+	return machineid.Grant{ID: res[0], After: msTime(res[1]), Until: msTime(res[2]), Clock: serverTime(res[3])}, nil
 }
 
 // Renew runs the renew script on id.
 func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machineid.Grant, error) {
-	now, ttl := c.Until.Add(-c.TTL).UnixMilli(), c.TTL.Milliseconds()
-	res, err := s.eval(ctx, renew, s.prefix, c.Token, id, ttl, now, ttl, s.slack(c).Milliseconds())
+	ttl := c.TTL.Milliseconds()
+	res, err := s.eval(ctx, renew, s.prefix, c.Token, id, ttl, ceilMs(c.Until), ttl, slackMs(c))
 	switch {
 	case err != nil:
 		return machineid.Grant{}, err
-	case len(res) == 2 && res[0] == 1:
-		return machineid.Grant{ID: id, Until: msTime(res[1])}, nil
-	case len(res) == 2 && res[0] == -2:
-		return machineid.Grant{}, s.clockAhead(now, res[1], c)
+	case len(res) == 3 && res[0] == 1:
+		return machineid.Grant{ID: id, Until: msTime(res[1]), Clock: serverTime(res[2])}, nil
 	case len(res) == 1 && res[0] == -1:
 		return machineid.Grant{}, fmt.Errorf("%w: machine ID %d was taken by another owner", machineid.ErrLeaseLost, id)
 	}
@@ -204,14 +182,13 @@ func (s *store) Release(ctx context.Context, c machineid.Claim, id int64, issued
 		issuedMs = max(ceilMs(issued), 0)
 	}
 	s.settle(ctx)
-	_, err := s.eval(ctx, release, s.prefix, c.Token, id, issuedMs, c.TTL.Milliseconds(), s.slack(c).Milliseconds())
+	_, err := s.eval(ctx, release, s.prefix, c.Token, id, issuedMs, c.TTL.Milliseconds(), slackMs(c))
 	return err
 }
 
 // refused turns an acquire script's refusal into an error, or returns nil
-// for a well-formed {id, after, mark, up}. now is the clock reading the
-// call was sent with.
-func (s *store) refused(res []int64, now int64, c machineid.Claim) error {
+// for a well-formed {id, after, mark, server µs}.
+func (s *store) refused(res []int64, c machineid.Claim) error {
 	if len(res) == 0 {
 		return errors.New("the acquire script returned nothing")
 	}
@@ -226,7 +203,8 @@ func (s *store) refused(res []int64, now int64, c machineid.Claim) error {
 	case code >= 0 && len(res) == 4:
 		return nil
 	case code == -1 && !s.hostMode:
-		return fmt.Errorf("%w: every ID in %s is leased (%d held, prefix %q)", machineid.ErrExhausted, rng, arg(1), s.prefix)
+		return fmt.Errorf("%w: machine IDs %s held, each by a lease under the prefix %q (holders are random tokens); the first frees in at most %v",
+			machineid.ErrExhausted, rng, s.prefix, time.Duration(arg(2))*time.Millisecond)
 	case code == -1:
 		return fmt.Errorf("%w: %sMAX_ID = %d, the end of %s, and host %q has no mapping; host mode never recycles IDs, lease mode does",
 			machineid.ErrExhausted, s.prefix, arg(1), rng, s.host)
@@ -239,23 +217,37 @@ func (s *store) refused(res []int64, now int64, c machineid.Claim) error {
 		return fmt.Errorf("%w: host %q maps to a value that is not a decimal ID (1-15 digits) in %sIP_MACHINE_ID_MAPPING", ErrBadMapping, s.host, s.prefix)
 	case code == -5:
 		return fmt.Errorf("%w: %sMAX_ID holds a value that is not a decimal ID (1-15 digits)", ErrBadMapping, s.prefix)
-	case code == -6:
-		return s.clockAhead(now, arg(1), c)
 	}
 	return fmt.Errorf("the acquire script returned %v", res)
 }
 
-// clockAhead explains a script's refusal of a clock reading, now, that is
-// more than the slack ahead of the server's time, srv (both in ms).
-func (s *store) clockAhead(now, srv int64, c machineid.Claim) error {
-	return fmt.Errorf("this process's clock is %v ahead of the Redis server's; at most %v (safety margin %v + max clock skew %v) is allowed, so that no mark is set more than the TTL and that past the server's time",
-		time.Duration(now-srv)*time.Millisecond, s.slack(c), c.Margin, s.skew)
+// restart is how long after a restart every ID is taken to carry a mark
+// (the restart floor): the TTL, plus how far past the server's time a mark
+// may be set, the holders' bound on their clocks' offset, which the scripts
+// enforce. With the check off nothing bounds it, and the safety margin
+// stands in for it: the floor then covers only holders whose clocks were
+// within the margin of the server's.
+func (s *store) restart(c machineid.Claim) time.Duration {
+	if c.MaxOffset < 0 {
+		return c.TTL + c.Margin
+	}
+	return c.TTL + c.MaxOffset
 }
 
-// slack is how far a holder's clock may read ahead of the server's: the
-// safety margin plus the allowed skew. No mark is set further than the TTL
-// plus slack past the server's time.
-func (s *store) slack(c machineid.Claim) time.Duration { return c.Margin + s.skew }
+// slackMs is the scripts' slack: how far past the server's time, beyond
+// the TTL, a mark may be set, in ms; -1 for no cap.
+func slackMs(c machineid.Claim) int64 {
+	if c.MaxOffset < 0 {
+		return -1
+	}
+	return c.MaxOffset.Milliseconds()
+}
+
+// serverTime is the reading of the server's clock a script answered with,
+// in µs since the Unix epoch.
+func serverTime(us int64) machineid.Reading {
+	return machineid.Reading{Source: reference, Time: time.UnixMicro(us)}
+}
 
 // msTime converts a mark in ms since the Unix epoch to a time; 0 or less
 // means no mark, the zero Time.
@@ -267,8 +259,11 @@ func msTime(ms int64) time.Time {
 }
 
 // ceilMs returns t in ms since the Unix epoch, rounded up, so that a mark
-// made from it covers every instant up to t.
+// made from it covers every instant up to t; 0 for the zero Time.
 func ceilMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
 	ms := t.UnixMilli()
 	if t.After(time.UnixMilli(ms)) {
 		ms++

@@ -20,11 +20,15 @@
 //	ringflake.clock.largest_step_back      Float64 gauge    s
 //	ringflake.waits                        Int64 counter    {call}       calls that waited
 //	ringflake.wait.time                    Float64 counter  s            their total wait
+//	ringflake.wait.longest                 Float64 gauge    s            the longest one call waited
+//	ringflake.start.wait                   Float64 gauge    s            how long New took to get the machine ID
 //	ringflake.failures                     Int64 counter    {call}       failed calls, by error.type
 //	ringflake.lease.held                   Int64 gauge                   1 if the machine ID is held, else 0
 //	ringflake.machine.id                   Int64 gauge                   the machine ID, -1 if none
 //	ringflake.lease.confirmed_mark         Float64 gauge    s            Lease.Until, since 1970
 //	ringflake.lease.inherited_mark         Float64 gauge    s            Lease.After, since 1970
+//	ringflake.clock.offset                 Float64 gauge    s            Lease.Clock.By: the clock less the store's reference
+//	ringflake.clock.offset.uncertainty     Float64 gauge    s            Lease.Clock.Within
 //	ringflake.layout.end                   Float64 gauge    s            when the layout runs out (Layout.End), since 1970
 //
 // The counters are observable counters (monotonic, cumulative) and the
@@ -42,7 +46,10 @@
 // renewals are failing, and one behind it that the generator is refusing
 // to issue until a renewal raises it; an inherited mark ahead of the
 // current time means the generator waits for the clock to pass the time up
-// to which the ID's previous holder may have issued. ringflake.layout.end
+// to which the ID's previous holder may have issued. The clock's offset
+// from the lease store's reference is observed once a take or renewal has
+// measured it; the generator issues whatever it says, so alert on it, with
+// the bound of machineid.WithMaxClockOffset. ringflake.layout.end
 // minus the current time is how long the layout has left: alert well ahead
 // of it, a year say.
 package ringflakeotel

@@ -59,8 +59,8 @@ func Register(g *ringflake.Generator, mp metric.MeterProvider, opts ...Option) (
 		o.reasons[i] = metric.WithAttributeSet(attribute.NewSet(append(base.ToSlice(), attribute.String("error.type", r))...))
 	}
 	reg, err := m.RegisterCallback(o.observe,
-		o.issued, o.spare, o.stepBacks, o.largestBack, o.waits, o.waitTime, o.failures,
-		o.held, o.machine, o.confirmed, o.inherited, o.layoutEnd)
+		o.issued, o.spare, o.stepBacks, o.largestBack, o.waits, o.waitTime, o.longestWait, o.startWait, o.failures,
+		o.held, o.machine, o.confirmed, o.inherited, o.clockOffset, o.clockWithin, o.layoutEnd)
 	if err != nil {
 		return nil, fmt.Errorf("ringflakeotel: registering the callback: %w", err)
 	}
@@ -72,8 +72,9 @@ func Register(g *ringflake.Generator, mp metric.MeterProvider, opts ...Option) (
 type observer struct {
 	g *ringflake.Generator
 
-	issued, spare, stepBacks, waits, failures, held, machine metric.Int64Observable
-	largestBack, waitTime, confirmed, inherited, layoutEnd   metric.Float64Observable
+	issued, spare, stepBacks, waits, failures, held, machine  metric.Int64Observable
+	largestBack, waitTime, longestWait, startWait             metric.Float64Observable
+	confirmed, inherited, clockOffset, clockWithin, layoutEnd metric.Float64Observable
 
 	attrs   metric.ObserveOption               // the attributes of WithAttributes
 	reasons [len(reasons)]metric.ObserveOption // attrs with each error.type
@@ -107,6 +108,9 @@ func (o *observer) create(m metric.Meter) error {
 	waitTime, err := m.Float64ObservableCounter("ringflake.wait.time", metric.WithUnit("s"), metric.WithDescription("Time spent by the calls that waited."))
 	keep(err)
 	o.waitTime = waitTime
+	o.longestWait = seconds("ringflake.wait.longest", "The longest that one call waited.")
+	o.startWait = seconds("ringflake.start.wait",
+		"How long New took to get the machine ID: the source, a wait for an ID of a full range to free, and for the clock to pass the lease's inherited mark.")
 	o.failures = counter("ringflake.failures", "{call}", "Calls that failed, by the error they returned.")
 	o.held = gauge("ringflake.lease.held", "", "1 if the generator holds its machine ID (always, for a fixed one), else 0.")
 	o.machine = gauge("ringflake.machine.id", "", "The generator's machine ID; -1 when it has none, as after Close.")
@@ -114,6 +118,10 @@ func (o *observer) create(m metric.Meter) error {
 		"The mark the store confirmed for the lease (Lease.Until), in seconds since 1970 on the generator's clock: it issues no later time. Absent without one.")
 	o.inherited = seconds("ringflake.lease.inherited_mark",
 		"The mark the lease inherited (Lease.After), in seconds since 1970 on the generator's clock: it issues only later times. Absent without one.")
+	o.clockOffset = seconds("ringflake.clock.offset",
+		"The generator's clock less the lease store's reference clock (Lease.Clock.By), as the latest take or renewal measured it: positive when ahead. Absent without a measurement.")
+	o.clockWithin = seconds("ringflake.clock.offset.uncertainty",
+		"How far the true offset may be from ringflake.clock.offset (Lease.Clock.Within). Absent without a measurement.")
 	o.layoutEnd = seconds("ringflake.layout.end",
 		"When the generator's layout runs out (Layout.End), in seconds since 1970; IDs fail with ErrTimeOverflow from then on.")
 	return errors.Join(errs...)
@@ -129,6 +137,8 @@ func (o *observer) observe(_ context.Context, ob metric.Observer) error {
 	ob.ObserveFloat64(o.largestBack, s.LargestStepBack.Seconds(), o.attrs)
 	ob.ObserveInt64(o.waits, count(s.Waits), o.attrs)
 	ob.ObserveFloat64(o.waitTime, s.WaitTime.Seconds(), o.attrs)
+	ob.ObserveFloat64(o.longestWait, s.LongestWait.Seconds(), o.attrs)
+	ob.ObserveFloat64(o.startWait, s.StartWait.Seconds(), o.attrs)
 	for i, n := range failures(&s) {
 		ob.ObserveInt64(o.failures, count(n), o.reasons[i])
 	}
@@ -143,6 +153,10 @@ func (o *observer) observe(_ context.Context, ob metric.Observer) error {
 	}
 	if !l.After.IsZero() {
 		ob.ObserveFloat64(o.inherited, unixSeconds(l.After), o.attrs)
+	}
+	if l.Clock.Against != "" {
+		ob.ObserveFloat64(o.clockOffset, l.Clock.By.Seconds(), o.attrs)
+		ob.ObserveFloat64(o.clockWithin, l.Clock.Within.Seconds(), o.attrs)
 	}
 	ob.ObserveFloat64(o.layoutEnd, unixSeconds(o.g.Layout().End()), o.attrs)
 	return nil

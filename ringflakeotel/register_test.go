@@ -225,6 +225,8 @@ func TestRegisterAfterTraffic(t *testing.T) {
 		"ringflake.clock.largest_step_back": 0.06,
 		"ringflake.waits":                   0, // a negative MaxWait never waits
 		"ringflake.wait.time":               0,
+		"ringflake.wait.longest":            0,
+		"ringflake.start.wait":              0, // a fixed ID: New did not wait
 		"ringflake.lease.held":              1, // a fixed ID is always held, without marks
 		"ringflake.machine.id":              7,
 		"ringflake.layout.end":              1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
@@ -236,11 +238,13 @@ func TestRegisterAfterTraffic(t *testing.T) {
 		"ringflake.clock.largest_step_back": "Float64 gauge s",
 		"ringflake.waits":                   "Int64 counter {call}",
 		"ringflake.wait.time":               "Float64 counter s",
+		"ringflake.wait.longest":            "Float64 gauge s",
+		"ringflake.start.wait":              "Float64 gauge s",
 		"ringflake.failures":                "Int64 counter {call}",
 		"ringflake.lease.held":              "Int64 gauge ",
 		"ringflake.machine.id":              "Int64 gauge ",
 		"ringflake.layout.end":              "Float64 gauge s",
-	}, kinds, "no mark gauges without marks")
+	}, kinds, "no mark gauges without marks, no clock offset without a measurement")
 }
 
 // secs returns t in seconds since 1970, as a timestamp gauge has it.
@@ -263,7 +267,25 @@ func TestRegisterWaits(t *testing.T) {
 	require.Positive(t, s.WaitTime, "the call waited")
 	assert.Equal(t, 1.0, samples["ringflake.waits"])
 	assert.Equal(t, s.WaitTime.Seconds(), samples["ringflake.wait.time"], "the wait in seconds")
+	assert.Equal(t, s.WaitTime.Seconds(), samples["ringflake.wait.longest"], "one call waited: the longest wait")
 	assert.Equal(t, 1.0, samples[`ringflake.failures{error.type="sequence_exhausted"}`])
+}
+
+// TestRegisterClockOffset checks that the lease's clock offset and its
+// uncertainty are observed once measured, and not before.
+func TestRegisterClockOffset(t *testing.T) {
+	t.Parallel()
+	l := &leaser{lease: machineid.Lease{ID: 7, Held: true}}
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l))
+	require.NoError(t, err)
+	defer g.Close()
+	r := register(t, g)
+	samples, _ := collect(t, r)
+	assert.NotContains(t, samples, "ringflake.clock.offset", "no offset before a measurement")
+	l.set(machineid.Lease{ID: 7, Held: true, Clock: machineid.ClockOffset{By: -1500 * time.Millisecond, Within: 2 * time.Millisecond, Against: "Redis's clock (TIME)", Bound: 2 * time.Second}})
+	samples, _ = collect(t, r)
+	assert.Equal(t, -1.5, samples["ringflake.clock.offset"], "the clock 1.5s behind the store's")
+	assert.Equal(t, 0.002, samples["ringflake.clock.offset.uncertainty"])
 }
 
 // A layout of fewer than 63 bits, JSLayout's 53, reports its own end and

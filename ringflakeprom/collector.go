@@ -16,8 +16,8 @@ import (
 type Collector struct {
 	g *ringflake.Generator // written once by NewCollector
 
-	issued, spare, stepBacks, largestBack, waits, waitTime, failures *prometheus.Desc
-	held, machine, confirmed, inherited, layoutEnd                   *prometheus.Desc
+	issued, spare, stepBacks, largestBack, waits, waitTime, longestWait, startWait, failures *prometheus.Desc
+	held, machine, confirmed, inherited, clockOffset, clockWithin, layoutEnd                 *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -54,13 +54,20 @@ func NewCollector(g *ringflake.Generator, opts ...Option) *Collector {
 		largestBack: desc("clock_largest_step_back_seconds", "The furthest the clock was seen behind the latest time it had shown, in whole ticks."),
 		waits:       desc("waits_total", "Calls that waited for a tick, a clock that was behind or a lease."),
 		waitTime:    desc("wait_seconds_total", "Time spent by the calls that waited."),
-		failures:    desc("failures_total", "Calls that failed, by the error they returned.", "reason"),
-		held:        desc("lease_held", "1 if the generator holds its machine ID (always, for a fixed one), else 0."),
-		machine:     desc("machine_id", "The generator's machine ID; -1 when it has none, as after Close."),
+		longestWait: desc("longest_wait_seconds", "The longest that one call waited."),
+		startWait: desc("start_wait_seconds",
+			"How long New took to get the machine ID: the source, a wait for an ID of a full range to free, and for the clock to pass the lease's inherited mark."),
+		failures: desc("failures_total", "Calls that failed, by the error they returned.", "reason"),
+		held:     desc("lease_held", "1 if the generator holds its machine ID (always, for a fixed one), else 0."),
+		machine:  desc("machine_id", "The generator's machine ID; -1 when it has none, as after Close."),
 		confirmed: desc("lease_confirmed_mark_timestamp_seconds",
 			"The mark the store confirmed for the lease (Lease.Until), in seconds since 1970 on the generator's clock: it issues no later time. Absent without one."),
 		inherited: desc("lease_inherited_mark_timestamp_seconds",
 			"The mark the lease inherited (Lease.After), in seconds since 1970 on the generator's clock: it issues only later times. Absent without one."),
+		clockOffset: desc("clock_offset_seconds",
+			"The generator's clock less the lease store's reference clock (Lease.Clock.By), as the latest take or renewal measured it: positive when ahead. Absent without a measurement."),
+		clockWithin: desc("clock_offset_uncertainty_seconds",
+			"How far the true offset may be from ringflake_clock_offset_seconds (Lease.Clock.Within). Absent without a measurement."),
 		layoutEnd: desc("layout_end_timestamp_seconds",
 			"When the generator's layout runs out (Layout.End), in seconds since 1970; IDs fail with ErrTimeOverflow from then on."),
 	}
@@ -69,8 +76,8 @@ func NewCollector(g *ringflake.Generator, opts ...Option) *Collector {
 // Describe sends the descriptors of every metric the Collector can send.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range [...]*prometheus.Desc{
-		c.issued, c.spare, c.stepBacks, c.largestBack, c.waits, c.waitTime, c.failures,
-		c.held, c.machine, c.confirmed, c.inherited, c.layoutEnd,
+		c.issued, c.spare, c.stepBacks, c.largestBack, c.waits, c.waitTime, c.longestWait, c.startWait, c.failures,
+		c.held, c.machine, c.confirmed, c.inherited, c.clockOffset, c.clockWithin, c.layoutEnd,
 	} {
 		ch <- d
 	}
@@ -92,6 +99,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.largestBack, s.LargestStepBack.Seconds())
 	counter(c.waits, float64(s.Waits))
 	counter(c.waitTime, s.WaitTime.Seconds())
+	gauge(c.longestWait, s.LongestWait.Seconds())
+	gauge(c.startWait, s.StartWait.Seconds())
 	for i, n := range failures(&s) {
 		counter(c.failures, float64(n), reasons[i])
 	}
@@ -106,6 +115,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if !l.After.IsZero() {
 		gauge(c.inherited, unixSeconds(l.After))
+	}
+	if l.Clock.Against != "" {
+		gauge(c.clockOffset, l.Clock.By.Seconds())
+		gauge(c.clockWithin, l.Clock.Within.Seconds())
 	}
 	gauge(c.layoutEnd, unixSeconds(c.g.Layout().End()))
 }

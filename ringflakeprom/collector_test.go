@@ -209,6 +209,8 @@ func TestCollectorAfterTraffic(t *testing.T) {
 		"ringflake_clock_largest_step_back_seconds": 0.06,
 		"ringflake_waits_total":                     0, // a negative MaxWait never waits
 		"ringflake_wait_seconds_total":              0,
+		"ringflake_longest_wait_seconds":            0,
+		"ringflake_start_wait_seconds":              0, // a fixed ID: New did not wait
 		"ringflake_lease_held":                      1, // a fixed ID is always held, without marks
 		"ringflake_machine_id":                      7,
 		"ringflake_layout_end_timestamp_seconds":    1704067204.096, // 2024-01-01T00:00:04.096Z, 4096 ticks after the epoch
@@ -220,11 +222,13 @@ func TestCollectorAfterTraffic(t *testing.T) {
 		"ringflake_clock_largest_step_back_seconds": dto.MetricType_GAUGE,
 		"ringflake_waits_total":                     dto.MetricType_COUNTER,
 		"ringflake_wait_seconds_total":              dto.MetricType_COUNTER,
+		"ringflake_longest_wait_seconds":            dto.MetricType_GAUGE,
+		"ringflake_start_wait_seconds":              dto.MetricType_GAUGE,
 		"ringflake_failures_total":                  dto.MetricType_COUNTER,
 		"ringflake_lease_held":                      dto.MetricType_GAUGE,
 		"ringflake_machine_id":                      dto.MetricType_GAUGE,
 		"ringflake_layout_end_timestamp_seconds":    dto.MetricType_GAUGE,
-	}, types, "no mark gauges without marks")
+	}, types, "no mark gauges without marks, no clock offset without a measurement")
 }
 
 func TestCollectorWaits(t *testing.T) {
@@ -245,7 +249,26 @@ func TestCollectorWaits(t *testing.T) {
 	require.Positive(t, s.WaitTime, "the call waited")
 	assert.Equal(t, 1.0, samples["ringflake_waits_total"])
 	assert.Equal(t, s.WaitTime.Seconds(), samples["ringflake_wait_seconds_total"], "the wait in seconds")
+	assert.Equal(t, s.WaitTime.Seconds(), samples["ringflake_longest_wait_seconds"], "one call waited: the longest wait")
 	assert.Equal(t, 1.0, samples[`ringflake_failures_total{reason="sequence_exhausted"}`])
+}
+
+// TestCollectorClockOffset checks that the lease's clock offset and its
+// uncertainty are exported once measured, and absent before.
+func TestCollectorClockOffset(t *testing.T) {
+	t.Parallel()
+	l := &leaser{lease: machineid.Lease{ID: 7, Held: true}}
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l))
+	require.NoError(t, err)
+	defer g.Close()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(ringflakeprom.NewCollector(g)))
+	samples, _ := scrape(t, reg)
+	assert.NotContains(t, samples, "ringflake_clock_offset_seconds", "no offset before a measurement")
+	l.set(machineid.Lease{ID: 7, Held: true, Clock: machineid.ClockOffset{By: -1500 * time.Millisecond, Within: 2 * time.Millisecond, Against: "Redis's clock (TIME)", Bound: 2 * time.Second}})
+	samples, _ = scrape(t, reg)
+	assert.Equal(t, -1.5, samples["ringflake_clock_offset_seconds"], "the clock 1.5s behind the store's")
+	assert.Equal(t, 0.002, samples["ringflake_clock_offset_uncertainty_seconds"])
 }
 
 // A layout of fewer than 63 bits, JSLayout's 53, reports its own end and
@@ -369,14 +392,16 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, problems, "names and help follow the Prometheus conventions")
 
-	// And with a lease's marks, whose gauges a fixed ID leaves out.
+	// And with a lease's marks and clock offset, whose gauges a fixed ID
+	// leaves out.
 	clk := newClock(at(100))
-	l := &leaser{lease: machineid.Lease{ID: 7, Held: true, After: at(90), Until: at(300)}}
+	off := machineid.ClockOffset{By: time.Millisecond, Within: time.Millisecond, Against: "Redis's clock (TIME)", Bound: 2 * time.Second}
+	l := &leaser{lease: machineid.Lease{ID: 7, Held: true, After: at(90), Until: at(300), Clock: off}}
 	leased, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l), ringflake.WithLayout(small), ringflake.WithClock(clk.Now))
 	require.NoError(t, err)
 	defer leased.Close()
 	c := ringflakeprom.NewCollector(leased)
-	assert.Equal(t, 17, testutil.CollectAndCount(c), "every metric, the marks' included: 12, failures_total with its 6 reasons")
+	assert.Equal(t, 21, testutil.CollectAndCount(c), "every metric, the marks' and offset's included: 16, failures_total with its 6 reasons")
 	problems, err = testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	assert.Empty(t, problems, "names and help follow the Prometheus conventions")

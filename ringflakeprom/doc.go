@@ -17,11 +17,15 @@
 //	ringflake_clock_largest_step_back_seconds      gauge    the largest step back
 //	ringflake_waits_total                          counter  calls that waited
 //	ringflake_wait_seconds_total                   counter  their total wait
+//	ringflake_longest_wait_seconds                 gauge    the longest one call waited
+//	ringflake_start_wait_seconds                   gauge    how long New took to get the machine ID
 //	ringflake_failures_total{reason}               counter  failed calls, by error
 //	ringflake_lease_held                           gauge    1 if the machine ID is held, else 0
 //	ringflake_machine_id                           gauge    the machine ID, -1 if none
 //	ringflake_lease_confirmed_mark_timestamp_seconds  gauge  Lease.Until, since 1970
 //	ringflake_lease_inherited_mark_timestamp_seconds  gauge  Lease.After, since 1970
+//	ringflake_clock_offset_seconds                    gauge  Lease.Clock.By: the clock less the store's reference
+//	ringflake_clock_offset_uncertainty_seconds        gauge  Lease.Clock.Within
 //	ringflake_layout_end_timestamp_seconds            gauge  when the layout runs out (Layout.End)
 //
 // The reason label is one of before_epoch, time_overflow, clock_behind,
@@ -42,6 +46,16 @@
 //
 //	ringflake_lease_confirmed_mark_timestamp_seconds - time() < 1
 //	ringflake_lease_inherited_mark_timestamp_seconds > time()
+//
+// The clock's offset from the lease store's reference (Redis's TIME,
+// PostgreSQL's clock, the API server's, the median of the live holders'
+// clocks on etcd) is measured at every renewal, and absent until then and
+// for a store without one; the generator keeps issuing whatever it says,
+// so alert on it, with the bound of machineid.WithMaxClockOffset (2s by
+// default), and on New's slow starts:
+//
+//	abs(ringflake_clock_offset_seconds) - ringflake_clock_offset_uncertainty_seconds > 2
+//	ringflake_start_wait_seconds > 5
 //
 // The layout's end makes an alert that fires a year before IDs run out:
 //

@@ -103,8 +103,8 @@ func TestCLIK8sLease(t *testing.T) {
 			outcomes["finished"]++
 			checkStderr(t, p)
 		default:
-			// The reason is the last line: a lease lost is logged before
-			// gen fails with it.
+			// The reason is the last line: a lease lost, or a wait for a
+			// free machine ID, is logged before gen fails with it.
 			outcomes[reason(checkStderr(t, p))]++
 		}
 	}

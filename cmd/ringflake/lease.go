@@ -22,7 +22,7 @@ type leaseFlags struct {
 	rng    string
 	ttl    time.Duration
 	margin time.Duration
-	skew   time.Duration
+	offset time.Duration
 }
 
 func (l *leaseFlags) register(fs *flag.FlagSet) {
@@ -37,12 +37,14 @@ func (l *leaseFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023, or the layout's IDs if fewer, 0-63 in js; 1-1023 with mode=host)")
 	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D` (default 10s): a crashed process's ID is free after it, and a new process may wait up to it after the store restarts; "+
 		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..1h, k8s 1s..1h (Leases count whole seconds, rounded up)")
-	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server (redis: and let the clock read up to D ahead of the server's); below TTL/2 (default TTL/5)")
-	fs.DurationVar(&l.skew, "max-clock-skew", 0, "redis only: how far apart the clocks of the processes and the store may be, `D`, 0..1m (default 0): added to the wait after the store restarts, and to how far ahead of the server's clock this one may read")
+	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server; below TTL/2 (default TTL/5)")
+	fs.DurationVar(&l.offset, "max-clock-offset", 0, "refuse, at once, to take a machine ID while this clock is further than `D` ahead of or behind the store's: "+
+		"Redis's TIME, PostgreSQL's, the API server's, the median of the live holders' on etcd (0, the default: 2s; up to 1h; negative: no check). "+
+		"Redis also caps marks at TTL + D past its clock, and a fresh or restarted Redis's holders wait TTL + D")
 }
 
 // leaseOnly are the flags that mean nothing without --lease.
-var leaseOnly = []string{"machine-range", "lease-ttl", "safety-margin", "max-clock-skew"}
+var leaseOnly = []string{"machine-range", "lease-ttl", "safety-margin", "max-clock-offset"}
 
 // check rejects lease flags given without --lease, and bad values.
 func (l *leaseFlags) check(set map[string]bool) error {
@@ -111,13 +113,13 @@ const defaultMaxMachine = 1023
 // messages. The lease hands out machine IDs base..base+maxMachine: the
 // layout's (base 0), or, with a datacenter split (split), the datacenter's
 // (Layout.Workers), the default range then, of which --machine-range
-// names the workers.
-func (l *leaseFlags) leaser(base, maxMachine int64, split bool) (_ machineid.Leaser, done func(), name string, _ error) {
+// names the workers. clock is the generator's, nil for time.Now.
+func (l *leaseFlags) leaser(base, maxMachine int64, split bool, clock func() time.Time) (_ machineid.Leaser, done func(), name string, _ error) {
 	u, err := l.parsed()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, Skew: l.skew}
+	c := store.Config{Hi: -1, TTL: l.ttl, Margin: l.margin, MaxOffset: l.offset, Clock: clock}
 	what := "machine IDs"
 	switch {
 	case split:

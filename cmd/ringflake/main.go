@@ -64,10 +64,10 @@ commands:
                                   k8s://NAMESPACE[?prefix=P&identity=NAME]  Lease objects, on
                                     the cluster of $KUBECONFIG (or ~/.kube/config), or in a pod
                                     its service account's (default prefix ringflake-machine-)
-      [--machine-range MIN-MAX] [--lease-ttl D] [--safety-margin D] [--max-clock-skew D]
+      [--machine-range MIN-MAX] [--lease-ttl D] [--safety-margin D] [--max-clock-offset D]
                                 the IDs the lease may hand out and its safety settings;
-                                --max-clock-skew is for redis:// only
-                                (bounds and defaults: "ringflake gen -h")
+                                a clock more than --max-clock-offset (2s) off the store's
+                                is refused (bounds and defaults: "ringflake gen -h")
       [--acquire-timeout D]     wait at most D for the lease and its inherited mark
                                 (0, the default: 30s)
       [--max-wait D]            wait at most D for each ID, as for a lease lapse

@@ -197,7 +197,6 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"range exhausted", []string{"gen", "--lease", lease, "--machine-range", "3-3"}, 1, "every ID in 3..3 is leased"},
 		{"no server", []string{"gen", "--lease", "redis://127.0.0.1:1"}, 1,
 			"ringflake: gen: lease redis://127.0.0.1:1: getting the machine ID: machineid_redis: taking a machine ID: redis: dial tcp 127.0.0.1:1: connect: connection refused"},
 		// The other usage errors are in TestRunUsageErrors; these need a server.
@@ -216,11 +215,22 @@ func TestCLINoMachineIDSaysWhy(t *testing.T) {
 			assert.Contains(t, p.stderr, tt.msg)
 		})
 	}
+	// A full range: gen says it waits, through the library's log, and then
+	// fails in one line once --acquire-timeout has passed.
+	p, err := runCLI(context.Background(), bin, []string{"gen", "--lease", lease, "--machine-range", "3-3", "--acquire-timeout", "1s"}, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.code, "exit status; stderr %q", p.stderr)
+	lines := strings.Split(strings.TrimSuffix(p.stderr, "\n"), "\n")
+	require.Len(t, lines, 2, "the wait's record and the error; stderr %q", p.stderr)
+	assert.Contains(t, lines[0], `level=WARN msg="ringflake: waiting for a machine ID: every ID in the range is held"`)
+	assert.True(t, strings.HasPrefix(lines[1], "ringflake: gen: lease "+lease+": getting the machine ID: "), "the error %q", lines[1])
+	assert.Contains(t, lines[1], "machine IDs 3..3 held")
+	assert.Contains(t, lines[1], "; waited ")
 }
 
 // TestCLIExplainsAWaitForTheMark checks that gen says, through the
 // library's log, why it pauses when a fresh Redis makes it wait out the
-// restart floor (up to a TTL), and then prints its IDs.
+// restart floor (up to TTL + the clock bound), and then prints its IDs.
 func TestCLIExplainsAWaitForTheMark(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
@@ -231,7 +241,7 @@ func TestCLIExplainsAWaitForTheMark(t *testing.T) {
 	assert.Equal(t, 0, p.code, "exit status; stderr %q", p.stderr)
 	assert.Len(t, p.ids, 2, "gen should print its IDs once the wait is over")
 	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
-	assert.Regexp(t, `^level=WARN msg="ringflake: waiting for the clock to pass the mark the machine ID's lease inherited" machine=0 wait=1\.\d+s until=\S+ mark=\S+ suppressed=0\n$`, p.stderr)
+	assert.Regexp(t, `^level=WARN msg="ringflake: waiting for the clock to pass the mark the machine ID's lease inherited" machine=0 wait=\d\.\d+s until=\S+ mark=\S+ suppressed=0\n$`, p.stderr)
 	assert.GreaterOrEqual(t, time.Since(start), time.Second, "a fresh Redis should have made gen wait out most of the TTL")
 }
 
@@ -284,25 +294,64 @@ func TestCLILeaseURLs(t *testing.T) {
 	})
 }
 
-// TestCLIMaxClockSkewReachesTheService runs gen with a clock ahead of the
-// Redis server's: refused with the allowance --max-clock-skew gives in the
-// message, and accepted once the allowance covers it.
-func TestCLIMaxClockSkewReachesTheService(t *testing.T) {
+// TestCLIMaxClockOffsetReachesTheStore runs gen with a clock 1s ahead of
+// the Redis server's: refused at once with --max-clock-offset 500ms, in
+// one line that names the clock and the bound, and accepted at the
+// default bound of 2s.
+func TestCLIMaxClockOffsetReachesTheStore(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
 	args := []string{"gen", "--lease", "redis://" + srv.Addr, "--lease-ttl", "1s", "--clock-offset", "1s", "-n", "2"}
-	p, err := runCLI(context.Background(), bin, append(args, "--max-clock-skew", "200ms"), 0, 0)
+	p, err := runCLI(context.Background(), bin, append(args, "--max-clock-offset", "500ms"), 0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 1, p.code, "stderr %q", p.stderr)
 	assert.Empty(t, p.ids)
-	assert.Contains(t, p.stderr, "ahead of the Redis server's; at most 400ms (safety margin 200ms + max clock skew 200ms) is allowed")
+	assert.Contains(t, p.stderr, "machineid: the clock is off the fleet's: this process's clock is ")
+	assert.Contains(t, p.stderr, "s ahead of Redis's clock (TIME) (±")
+	assert.Contains(t, p.stderr, "at most 500ms is allowed")
 	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
 
-	p, err = runCLI(context.Background(), bin, append(args, "--max-clock-skew", "2s"), 0, 0)
+	p, err = runCLI(context.Background(), bin, args, 0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 0, p.code, "stderr %q", p.stderr)
-	assert.Len(t, p.ids, 2, "a clock within the allowance should be accepted")
+	assert.Len(t, p.ids, 2, "a clock within the default bound should be accepted")
+}
+
+// TestCLIWaitsForAFreeID holds the only ID of a range with a gen killed by
+// SIGKILL, which leaves its lease to expire: a newcomer gen with the
+// default acquire timeout waits, saying so once, and issues once the lease
+// has expired; serve, meanwhile, answers /readyz with 503 and the store's
+// account of the holder.
+func TestCLIWaitsForAFreeID(t *testing.T) {
+	t.Parallel()
+	bin := buildCLI(t)
+	srv := redistest.Start(t)
+	srv.WaitUptime(4 * time.Second) // past the restart floor (TTL 2s + bound 2s)
+	lease := "redis://" + srv.Addr
+	holder := exec.Command(bin, "gen", "--lease", lease, "--machine-range", "0-0", "--lease-ttl", "2s", "-n", "1000000000000")
+	out, err := holder.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	_, err = bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "the holder should print an ID")
+
+	s := startServerUntil(t, "ringflake: listening", "--lease", lease, "--machine-range", "0-0", "--lease-ttl", "2s")
+	require.Eventually(t, func() bool {
+		r, err := get(s.addr, "/readyz")
+		return err == nil && r.code == 503 && strings.Contains(r.body, "machine IDs 0..0 held, each by a lease under the prefix")
+	}, 10*time.Second, 20*time.Millisecond, "serve's /readyz should say why it waits")
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "a stop while serve waits; log %v", s.log())
+
+	require.NoError(t, holder.Process.Kill()) // SIGKILL: nothing is released
+	killed := time.Now()
+	p, err := runCLI(context.Background(), bin, []string{"gen", "--lease", lease, "--machine-range", "0-0", "--lease-ttl", "2s", "-n", "3"}, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 0, p.code, "the newcomer should issue once the killed holder's lease expired; stderr %q", p.stderr)
+	assert.Len(t, p.ids, 3)
+	assert.Contains(t, p.stderr, `msg="ringflake: waiting for a machine ID: every ID in the range is held"`)
+	t.Logf("the newcomer issued %v after the holder was killed; stderr %q", time.Since(killed).Round(time.Millisecond), p.stderr)
 }
 
 // TestCLIClosedPipeReleasesLease runs gen into a reader that stops after
@@ -314,7 +363,7 @@ func TestCLIClosedPipeReleasesLease(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
-	srv.WaitUptime(3 * time.Second)
+	srv.WaitUptime(5 * time.Second) // the restart floor: TTL + the clock bound of 2s
 	args := []string{"gen", "--lease", "redis://" + srv.Addr, "--machine-range", "5-5", "--lease-ttl", "3s"}
 	cmd := exec.Command(bin, append(args, "-n", "100000000")...)
 	var stderr bytes.Buffer

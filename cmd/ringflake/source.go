@@ -30,7 +30,7 @@ type sourceFlags struct {
 func (f *sourceFlags) register(fs *flag.FlagSet) {
 	f.cmd = fs.Name()
 	fs.Int64Var(&f.machineID, "machine-id", 0, "machine ID `M`, 0..1023 in the default layout, 0..63 in js (with --datacenter-bits, the worker within --datacenter); every generator sharing the IDs needs its own (with neither this nor --lease: 0, and a note on stderr)")
-	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (0, the default: 30s; at least the lease TTL plus --max-clock-skew to ride out a store restart)")
+	fs.DurationVar(&f.acquire, "acquire-timeout", 0, "wait at most `D` for the leased machine ID and for the clock to pass the mark it inherited (0, the default: 30s; at least the lease TTL plus --max-clock-offset to ride out a Redis restart)")
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed (0, the default: 100ms; negative: never wait)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
@@ -165,7 +165,7 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 	where := f.cmd
 	switch {
 	case f.lease.url != "":
-		leaser, done, name, err := f.lease.leaser(base, maxMachine, split)
+		leaser, done, name, err := f.lease.leaser(base, maxMachine, split, clock)
 		if err != nil {
 			return nil, err
 		}
@@ -200,8 +200,8 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 // make makes the generator within ctx (a signal ends it) and
 // --acquire-timeout. It returns a usage error for a bad setting, and the
 // store's error if no machine ID can be had; New waits for a leased ID's
-// inherited mark (up to a TTL on a store that just restarted) and logs
-// that it does.
+// inherited mark (up to TTL + the clock bound on a Redis that just
+// restarted), and for an ID of a full range to free, and logs that it does.
 func (p *plan) make(ctx context.Context) (*generator, error) {
 	if p.acquire > 0 {
 		var cancel context.CancelFunc

@@ -37,12 +37,13 @@ type failure struct {
 const keptFailures = 8
 
 // startGenerator makes a generator on the holder, with maxWait as its
-// MaxWait, and starts issuing. New waits, up to four TTLs, for the lease and
-// for the clock to pass its After; its error is returned.
-func (h *holder) startGenerator(maxWait time.Duration) error {
+// MaxWait and opts, and starts issuing. New waits, up to four TTLs, for
+// the lease and for the clock to pass its After; its error is returned.
+func (h *holder) startGenerator(maxWait time.Duration, opts ...ringflake.Option) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*h.led.h.TTL)
 	defer cancel()
-	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(h), ringflake.WithMaxWait(maxWait))
+	opts = append([]ringflake.Option{ringflake.WithMachineIDSource(h), ringflake.WithMaxWait(maxWait)}, opts...)
+	g, err := ringflake.New(ctx, opts...)
 	if err != nil {
 		return fmt.Errorf("ringflake.New on holder %d: %w", h.n, err)
 	}

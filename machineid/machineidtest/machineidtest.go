@@ -45,6 +45,14 @@
 //     given for that ID before it (a restart floor), so that what it
 //     issues stays apart from what a holder from before, which has yet to
 //     notice its loss, may still issue.
+//  9. Waiting. MachineID on a range whose every ID is held tries again
+//     until its context's deadline, and takes an ID that frees meanwhile;
+//     only then does it fail, with an error wrapping machineid.ErrExhausted
+//     that says it waited.
+//  10. The fleet's clock. A store with a reference clock refuses, at once
+//     and with an error wrapping machineid.ErrClockOffset, a holder whose
+//     clock is surely further from it than the bound, and the refused
+//     holder leaves no mark behind.
 //
 // Promises 1 to 3 are those [machineid.Leaser] states; with them, the IDs
 // that generators on the leases issue are distinct, across handovers,
@@ -110,13 +118,24 @@ type Harness struct {
 	// well, such as 1 or 2 seconds, so the expiry checks stay short. Run
 	// takes about seven TTLs, and the time Restart takes.
 	TTL time.Duration
+
+	// Reference names the clock the store checks a holder's against, as
+	// its Grants report it (machineid.Reading.Source), or a part of every
+	// name it gives it, such as "Redis's clock (TIME)" or "live holder":
+	// the Clock subtest then checks that a holder whose clock is 30s off is
+	// refused at once. NewLeaser must then return a
+	// *machineid.Holder, to which ringflake.New hands the generator's
+	// clock. "" (a store with no reference, such as the file store) skips
+	// the subtest. A store whose reference is the live holders' clocks is
+	// checked with one holder in place.
+	Reference string
 }
 
 // Run checks the contract of the store h describes, in subtests that say
 // what they check: Leases/Exclusive, Leases/Expiry, Leases/Release,
-// Leases/Marks, Leases/Context and Leases/Config, all at once, each on
-// machine IDs of its own; then Outage and Restart, each alone. Together
-// they check
+// Leases/Marks, Leases/Context, Leases/Config, Leases/Wait and
+// Leases/Clock, all at once, each on machine IDs of its own; then Outage
+// and Restart, each alone. Together they check
 //   - exclusive holding under contention, many holders each with its own
 //     client, and leases kept past the TTL by renewal;
 //   - expiry and reuse after the TTL: the loss reported, with its cause,
@@ -128,6 +147,10 @@ type Harness struct {
 //   - marks that only grow, renewed ahead of the clock, that a generator
 //     never passes;
 //   - the context honoured, and bad configuration refused;
+//   - MachineID waiting, within its deadline, for an ID of a full range to
+//     free, and failing with machineid.ErrExhausted, saying so, only then;
+//   - with a reference clock, holders whose clocks are 30s ahead or behind
+//     refused at once, without a mark left behind;
 //   - an outage of the store, from just before a renewal is due, that
 //     the lease rides out;
 //   - a store restart, with or without its data: each holder keeps its
@@ -187,6 +210,13 @@ var leaseTests = []struct {
 	{"Marks", testMarks},
 	{"Context", testContext},
 	{"Config", testConfig},
+	{"Wait", testWait},
+	{"Clock", func(t *testing.T, h Harness) {
+		if h.Reference == "" {
+			t.Skip("machineidtest: Harness.Reference is empty: the store has no reference clock")
+		}
+		testClock(t, h)
+	}},
 }
 
 // The machine IDs of each subtest, so that those running at once never meet.
@@ -197,5 +227,8 @@ const (
 	marksID     = 10
 	contextID   = 11
 	outageID    = 12
+	clockLo     = 13 // held on the true clock while clockID is tried
+	clockID     = 14
+	waitID      = 15
 	restartLo   = 16 // to restartLo+restartIDs-1
 )

@@ -74,6 +74,7 @@ func TestRunCatchesBrokenStores(t *testing.T) {
 		{noCause, "Leases/Expiry", "with Err nil; want the loss's cause"},
 		{lax, "Leases/Config", "want an error wrapping ringflake.ErrInvalidConfig"},
 		{immortal, "Leases/Exclusive", "was abandoned; want it free once its lease expired"},
+		{impatient, "Leases/Wait", "want it to wait for an ID to free until the deadline"},
 	} {
 		t.Run(string(tt.flaw), func(t *testing.T) {
 			t.Parallel()

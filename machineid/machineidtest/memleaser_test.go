@@ -76,7 +76,7 @@ func (l *memLeaser) MachineID(ctx context.Context) (int64, error) {
 	case lease.Held:
 		return lease.ID, nil
 	}
-	if err := l.acquire(); err != nil {
+	if err := l.await(ctx); err != nil {
 		return -1, err
 	}
 	l.mu.Lock()
@@ -86,6 +86,27 @@ func (l *memLeaser) MachineID(ctx context.Context) (int64, error) {
 		go l.run()
 	}
 	return l.lease.ID, nil
+}
+
+// await takes a lease, trying again every TTL/10 while every ID is held,
+// until ctx's deadline. The caller holds callMu.
+func (l *memLeaser) await(ctx context.Context) error {
+	start := time.Now()
+	for {
+		err := l.acquire()
+		d, ok := ctx.Deadline()
+		if !errors.Is(err, errFull) || l.store.flaw == impatient || !ok || time.Until(d) < l.ttl/10 {
+			if errors.Is(err, errFull) {
+				err = fmt.Errorf("%w; waited %v", err, time.Since(start).Round(time.Millisecond))
+			}
+			return err
+		}
+		select {
+		case <-time.After(l.ttl / 10):
+		case <-l.quit:
+			return errReleased
+		}
+	}
 }
 
 // acquire takes a lease. The caller holds callMu.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
 )
 
 // memStore is an in-memory machine-ID store, the reference that Run is
@@ -46,12 +47,13 @@ const (
 	noCause    flaw = "no-cause"    // reports a loss with Err nil
 	lax        flaw = "lax"         // takes any range and TTL
 	immortal   flaw = "immortal"    // leases never expire
+	impatient  flaw = "impatient"   // MachineID fails at once on a full range
 )
 
 var (
 	errDown     = errors.New("memstore: store is down")
 	errCut      = errors.New("memstore: client is cut off")
-	errFull     = errors.New("memstore: every ID in the range is held")
+	errFull     = fmt.Errorf("%w: memstore: every ID in the range is held", machineid.ErrExhausted)
 	errGone     = errors.New("memstore: the lease is gone from the store")
 	errReleased = errors.New("memstore: released")
 )

@@ -20,8 +20,7 @@ const dialTimeout = time.Second
 
 // etcdLease is the backend of etcd:// URLs:
 // etcd://host:port[,host:port...][?prefix=P], one client over every
-// endpoint. etcd keeps no clock the holders read, so --max-clock-skew has
-// nothing to apply to and is refused.
+// endpoint.
 func etcdLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	endpoints, err := etcdEndpoints(u)
 	if err != nil {
@@ -33,15 +32,9 @@ func etcdLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 			return nil, nil, fmt.Errorf("unexpected query parameter %q; etcd:// takes prefix=P", k)
 		}
 	}
-	if c.Skew != 0 {
-		return nil, nil, errNoSkew("etcd")
-	}
-	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
+	opts := c.common()
 	if q.Has("prefix") {
 		opts = append(opts, me.WithPrefix(q.Get("prefix")))
-	}
-	if c.Hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
 	}
 	// clientv3.New does not dial; the Holder's first call does, bounded by
 	// the generator's acquire timeout. Its log would break the one-line
@@ -94,6 +87,8 @@ type reachable struct {
 	endpoints []string
 }
 
+func (l *reachable) holder() *machineid.Holder { return l.Holder }
+
 // MachineID is the Holder's, once an endpoint has taken a connection.
 func (l *reachable) MachineID(ctx context.Context) (int64, error) {
 	if err := dialAny(ctx, l.endpoints); err != nil {
@@ -115,10 +110,4 @@ func dialAny(ctx context.Context, endpoints []string) error {
 		}
 	}
 	return err
-}
-
-// errNoSkew refuses --max-clock-skew for a store that has no setting for
-// it: only Redis leases compare the holder's clock with the store's.
-func errNoSkew(store string) error {
-	return fmt.Errorf("--max-clock-skew is for redis:// leases; %s leases compare no clock with the store's, so there is no skew to allow", store)
 }

@@ -25,8 +25,7 @@ var k8sParams = map[string]func(string) machineid.Option{
 
 // k8sLease is the backend of k8s:// URLs: k8s://NAMESPACE[?prefix=P&identity=NAME],
 // Lease objects in NAMESPACE (if empty, the kubeconfig context's, or the
-// pod's), on the cluster that kubeConfig finds. Kubernetes keeps no clock
-// the holders read, so --max-clock-skew is refused.
+// pod's), on the cluster that kubeConfig finds.
 func k8sLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	switch {
 	case u.User != nil:
@@ -35,19 +34,14 @@ func k8sLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 		return nil, nil, fmt.Errorf("k8s:// takes a namespace and no path (%s); want k8s://NAMESPACE", u.Path)
 	case u.Port() != "":
 		return nil, nil, fmt.Errorf("k8s:// takes a namespace, not host:port (%s); the API server's address comes from the kubeconfig", u.Host)
-	case c.Skew != 0:
-		return nil, nil, errNoSkew("k8s")
 	}
-	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
+	opts := c.common()
 	for k, v := range u.Query() {
 		with, ok := k8sParams[k]
 		if !ok {
 			return nil, nil, fmt.Errorf("unexpected query parameter %q; k8s:// takes prefix=P and identity=NAME", k)
 		}
 		opts = append(opts, with(v[len(v)-1]))
-	}
-	if c.Hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
 	}
 	cfg, ns, err := kubeConfig()
 	if err != nil {

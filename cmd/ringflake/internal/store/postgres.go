@@ -24,21 +24,13 @@ const pgCloseWait = time.Second
 // postgresLease is the backend of postgres:// and postgresql:// URLs: pgx's
 // connection URL, with one query parameter of ringflake's, table=NAME
 // (default ringflake_machine_ids), taken out before pgx reads the rest.
-// The leases' expiry runs on the database's clock and their marks on the
-// holders', which are never compared, so --max-clock-skew is refused.
 func postgresLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
-	if c.Skew != 0 {
-		return nil, nil, errNoSkew("PostgreSQL")
-	}
 	q := u.Query()
-	opts := []machineid.Option{machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin)}
+	opts := c.common()
 	table := q.Get("table")
 	if q.Has("table") {
 		opts = append(opts, mp.WithTable(table))
 		q.Del("table")
-	}
-	if c.Hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
 	}
 	rest := *u
 	rest.RawQuery = q.Encode()
@@ -78,6 +70,8 @@ type tableMaker struct {
 	db    mp.DB
 	table string // "" for the default
 }
+
+func (l *tableMaker) holder() *machineid.Holder { return l.Holder }
 
 // MachineID is the Holder's, after creating the table if it is missing.
 func (l *tableMaker) MachineID(ctx context.Context) (int64, error) {

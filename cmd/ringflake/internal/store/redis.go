@@ -23,13 +23,7 @@ var redisParams = []string{"prefix", "mode", "host"}
 // prefix, mode (lease or host) and host.
 func redisLease(u *url.URL, c Config) (machineid.Leaser, func(), error) {
 	q := u.Query()
-	opts := []machineid.Option{
-		mr.WithPrefix(q.Get("prefix")), machineid.WithTTL(c.TTL), machineid.WithSafetyMargin(c.Margin),
-		mr.WithMaxClockSkew(c.Skew),
-	}
-	if c.Hi >= 0 {
-		opts = append(opts, machineid.WithRange(c.Lo, c.Hi))
-	}
+	opts := append(c.common(), mr.WithPrefix(q.Get("prefix")))
 	switch mode := q.Get("mode"); {
 	case mode == "host":
 		opts = append(opts, mr.WithHostMapping(q.Get("host")))

@@ -1,0 +1,52 @@
+package machineid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// awaitFree takes a lease once one frees, for MachineID, whose first take
+// found every ID held (err): it tries again, backing off with jitter from
+// TTL/10 to TTL/2, until deadline, less a little for the last call. The
+// lease already reports the wait: the first failure set its Err, wrapping
+// ErrExhausted. It returns nil once a take succeeds, the error of one that
+// fails otherwise, or, at the deadline, the last ErrExhausted with how long
+// it waited. The caller holds h.turn, which no other call needs meanwhile:
+// the renewer has nothing to renew, and Release ends the wait.
+func (h *Holder) awaitFree(ctx context.Context, s *session, deadline time.Time, err error) error {
+	start := time.Now()
+	step := h.cfg.ttl / 10
+	reserve := min(h.cfg.callTimeout/2, 250*time.Millisecond) // for the last take
+	for {
+		wait := min(jitter(step), time.Until(deadline)-reserve)
+		if wait <= 0 {
+			return fmt.Errorf("%w; waited %v for one to free", err, time.Since(start).Round(time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w; waited %v for one to free: %w", err, time.Since(start).Round(time.Millisecond), ctx.Err())
+		case <-s.ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (waiting for a free machine ID)", ErrReleased)
+		}
+		step = min(2*step, h.cfg.ttl/2)
+		if err = h.obtain(ctx, s, time.Until(deadline)); !errors.Is(err, ErrExhausted) {
+			return err
+		}
+	}
+}
+
+// jitter returns a duration drawn evenly from d/2 to d, so that newcomers
+// that found the range full together do not ask again together.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}
