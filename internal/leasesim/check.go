@@ -169,15 +169,6 @@ func (k *checker) holdingOf(token string, id int64) *holding {
 	return nil
 }
 
-// gave notes the After a Holder was told for token's holding of id.
-func (k *checker) gave(token string, id int64, after time.Time) {
-	if h := k.holdingOf(token, id); h != nil {
-		k.mu.Lock()
-		h.after = after
-		k.mu.Unlock()
-	}
-}
-
 // recorded notes that the store recorded until as h's mark.
 func (k *checker) recorded(h *holding, until time.Time, epoch int) {
 	if h == nil {

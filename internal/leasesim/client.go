@@ -132,30 +132,19 @@ func (c *client) back(ctx context.Context, f fault, what string) error {
 	return c.reach()
 }
 
-// Take is machineid.Store's Take. On a store that forgets, the restart
-// floor is raised by the time the answer took, as machineid_redis does,
-// so that it cannot be too low however late the call ran.
+// Take is machineid.Store's Take.
 func (c *client) Take(ctx context.Context, cl machineid.Claim) (machineid.Grant, error) {
 	c.s.calls.Add(1)
 	defer c.s.calls.Done()
 	f := c.draw()
-	sent := time.Now()
 	if err := c.there(ctx, f, "a take"); err != nil {
 		return machineid.Grant{}, err
 	}
-	g, up, err := c.s.take(c, cl, f.stale)
+	g, err := c.s.take(c, cl, f.stale)
 	if err := c.back(ctx, f, "a take"); err != nil {
 		return machineid.Grant{}, err
 	}
-	if err != nil {
-		return machineid.Grant{}, err
-	}
-	if up >= 0 {
-		floor := cl.Until.Add(-cl.TTL).Add(time.Since(sent) - up + cl.TTL + c.w.p.skew)
-		g.After = later(g.After, floor)
-	}
-	c.w.chk.gave(cl.Token, g.ID, g.After)
-	return g, nil
+	return g, err
 }
 
 // Renew is machineid.Store's Renew.

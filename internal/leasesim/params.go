@@ -14,9 +14,9 @@ import (
 type kind struct {
 	name string
 	// forgets: a restart loses every lease and mark (Redis without
-	// persistence), and takes in the next TTL + skew inherit the restart
-	// floor, as machineid_redis computes it; a holder's clock more than the
-	// margin + skew ahead of the server's is refused.
+	// persistence), and takes in the window after it inherit the restart
+	// floor; marks are capped at the TTL plus the clock bound past the
+	// server's time, which the floor covers; as machineid_redis does both.
 	forgets bool
 	// observed: expiry is judged by the contender, on its own monotonic
 	// clock, from when it first saw a record unchanged (Kubernetes Leases,
@@ -53,8 +53,9 @@ type params struct {
 	ring     int
 	maxWait  time.Duration // WithMaxWait's argument
 	wait     time.Duration // the MaxWait it means
+	optOff   time.Duration // WithMaxClockOffset's argument
+	bound    time.Duration // the clock bound it means, -1 for none
 	rate     float64       // the store's clock (or a k8s observer's) against the holders' monotonic clocks
-	skew     time.Duration // Redis's allowed clock skew; clocks stay within ±skew/2
 	offsets  time.Duration // the largest clock offset, either way
 	steps    bool          // clocks step back and forth
 	pauses   bool          // processes pause
@@ -108,11 +109,23 @@ func draw(seed uint64) params {
 		top = float64(p.ttl+p.margin) / float64(p.ttl-p.margin)
 	}
 	p.rate = 0.8 + r.Float64()*(1+0.9*(top-1)-0.8)
+	p.optOff = []time.Duration{0, 500 * time.Millisecond, 5 * time.Second, -1}[r.IntN(4)]
+	switch {
+	case p.optOff == 0:
+		p.bound = 2 * time.Second
+	case p.optOff > 0:
+		p.bound = p.optOff
+	default:
+		p.bound = -1
+	}
 	if p.kind.forgets {
-		// The restart floor covers holders whose clocks agree within the
-		// skew: offsets and steps stay within ±skew/2.
-		p.skew = []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, time.Second}[r.IntN(3)]
-		p.offsets = p.skew / 2
+		// The restart floor covers holders whose clocks are within the
+		// bound of the server's (the margin, with the check off): offsets
+		// and steps stay within it.
+		p.offsets = p.bound
+		if p.bound < 0 {
+			p.offsets = p.margin
+		}
 	} else {
 		p.offsets = []time.Duration{0, 300 * time.Millisecond, 2 * time.Second}[r.IntN(3)]
 	}
@@ -138,6 +151,6 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 func (p params) String() string {
-	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f skew=%v offsets=±%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f",
-		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.skew, p.offsets, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck)
+	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f",
+		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck)
 }

@@ -55,7 +55,7 @@ var (
 func newServer(w *world) *server {
 	s := &server{w: w, k: w.p.kind, recs: make([]record, 8), hist: make([][]record, 8)}
 	// A fresh Redis has just started: its restart floor applies for the
-	// first TTL + skew.
+	// first TTL + the clock bound.
 	s.restarted = s.clock()
 	return s
 }
@@ -108,36 +108,27 @@ func (s *server) view(lo, hi int64, stale time.Duration) []record {
 // take is the store's side of a Take by cl: the ID the token holds, else
 // the lowest free one whose mark is behind the caller's clock, else the
 // free one with the lowest mark (as machineid_redis and machineid_k8s
-// choose). It returns the grant and, for a store that forgets, the
-// uptime the restart floor was computed from (-1 when none applies).
-func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machineid.Grant, time.Duration, error) {
+// choose). A store that forgets gives every ID at least its restart floor.
+func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machineid.Grant, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return machineid.Grant{}, -1, errDown
+		return machineid.Grant{}, errDown
 	}
-	now := c.Until.Add(-c.TTL) // the caller's clock
-	if err := s.clockAhead(now, c); err != nil {
-		return machineid.Grant{}, -1, err
-	}
-	up := s.restartUp(c.TTL)
 	for id := c.Lo; id <= c.Hi; id++ {
 		if r := &s.recs[id]; r.token == c.Token && s.alive(r) {
-			return s.grant(cl, c, id, r.after, false), up, nil
+			return s.grant(cl, c, id, r.after, false), nil
 		}
 	}
-	var floor time.Time
-	if up >= 0 {
-		floor = now.Add(-up + c.TTL + s.w.p.skew)
-	}
+	floor := s.floor(c)
 	for {
 		v := s.view(c.Lo, c.Hi, stale)
 		if s.k.observed {
 			cl.survey(c, v)
 		}
-		id, after, ok := s.pick(cl, c, v, now, floor)
+		id, after, ok := s.pick(cl, c, v, c.Now, floor)
 		if !ok {
-			return machineid.Grant{}, up, fmt.Errorf("%w: every ID in %d..%d is held", machineid.ErrExhausted, c.Lo, c.Hi)
+			return machineid.Grant{}, fmt.Errorf("%w: every ID in %d..%d is held", machineid.ErrExhausted, c.Lo, c.Hi)
 		}
 		if v[id-c.Lo].version != s.recs[id].version {
 			// The write compares the version read: a stale read moved
@@ -146,7 +137,7 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 			stale = 0
 			continue
 		}
-		return s.grant(cl, c, id, after, true), up, nil
+		return s.grant(cl, c, id, after, true), nil
 	}
 }
 
@@ -169,15 +160,16 @@ func (s *server) pick(cl *client, c machineid.Claim, v []record, now, floor time
 	return best, bestMark, best >= 0
 }
 
-// grant gives id to c's token, raising its mark to c's Until; a fresh grant
-// starts a holding that inherits after.
+// grant gives id to c's token, raising its mark to c's Until (if any, and
+// capped as the store caps it); a fresh grant starts a holding that
+// inherits after.
 func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time, fresh bool) machineid.Grant {
 	r := s.recs[id]
 	if fresh {
 		r.token, r.after = c.Token, after
 		r.hold = s.w.chk.grant(cl.incOf(c.Token), id, c.Token, after, s.epoch)
 	}
-	r.mark = later(r.mark, c.Until)
+	r.mark = later(r.mark, s.capped(c.Until, c))
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch)
@@ -186,7 +178,7 @@ func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time,
 		what = "grants"
 	}
 	s.w.log.add(cl.p.name(), "store: %s machine ID %d to token %s: after %s, until %s", what, id, short(c.Token), s.w.at(r.after), s.w.at(r.mark))
-	return machineid.Grant{ID: id, After: r.after, Until: r.mark}
+	return machineid.Grant{ID: id, After: r.after, Until: r.mark, Clock: s.reading()}
 }
 
 // renew is the store's side of a Renew.
@@ -205,15 +197,12 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 		// the lease back from whoever holds it.
 		r.token, r.hold = c.Token, s.w.chk.holdingOf(c.Token, id)
 	}
-	if err := s.clockAhead(c.Until.Add(-c.TTL), c); err != nil {
-		return machineid.Grant{}, err
-	}
-	r.mark = later(r.mark, c.Until)
+	r.mark = later(r.mark, s.capped(c.Until, c))
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch)
 	s.w.log.add(cl.p.name(), "store: renews machine ID %d for token %s: until %s", id, short(c.Token), s.w.at(r.mark))
-	return machineid.Grant{ID: id, Until: r.mark}, nil
+	return machineid.Grant{ID: id, Until: r.mark, Clock: s.reading()}, nil
 }
 
 // release is the store's side of a Release: it frees what the token holds,
@@ -245,34 +234,58 @@ func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Ti
 	return nil
 }
 
-// clockAhead refuses, for a store that forgets (Redis), a caller whose
-// clock reads more than the margin + skew ahead of the server's, so that
-// no mark is set more than that past the server's time plus the TTL.
-func (s *server) clockAhead(now time.Time, c machineid.Claim) error {
-	if !s.k.forgets {
-		return nil
+// wall reads the store's wall clock: the true time. (Its rate is that of
+// clock, but over a world's 20 s the two part by less than a second.)
+func (s *server) wall() time.Time { return s.w.base.Add(time.Since(s.w.start)) }
+
+// reading is the store's reading of its clock, which a Holder checks its
+// own against; a Kubernetes API server stamps its answers in whole seconds.
+func (s *server) reading() machineid.Reading {
+	if s.k.observed {
+		return machineid.Reading{Source: "the store's clock (whole seconds)", Time: s.wall().Truncate(time.Second), Within: time.Second}
 	}
-	srv := s.w.base.Add(time.Since(s.w.start))
-	if slack := c.Margin + s.w.p.skew; now.After(srv.Add(slack)) {
-		return fmt.Errorf("leasesim: the caller's clock is %v ahead of the server's; at most %v is allowed", now.Sub(srv), slack)
-	}
-	return nil
+	return machineid.Reading{Source: "the store's clock", Time: s.wall()}
 }
 
-// restartUp returns, for a store that forgets, how long it has been up
-// while that is under TTL + skew, as machineid_redis reads it, or -1 when
-// no restart floor applies. Redis's uptime_in_seconds is the difference of
-// two whole seconds of its clock, which may read a second high, and the
-// script takes a second off.
-func (s *server) restartUp(ttl time.Duration) time.Duration {
+// window is how long after a restart a store that forgets gives every ID
+// its restart floor, as machineid_redis does: the TTL plus how far past
+// the server's time a mark may be set (the holders' bound on their clocks'
+// offset, or, with the check off, the safety margin).
+func window(c machineid.Claim) time.Duration {
+	if c.MaxOffset < 0 {
+		return c.TTL + c.Margin
+	}
+	return c.TTL + c.MaxOffset
+}
+
+// capped returns until, for a store that forgets, no later than the TTL
+// plus the clock bound past the server's time, as machineid_redis caps its
+// marks so that its restart floor covers them; the zero Time (a take that
+// raises no mark) stays zero.
+func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
+	if !s.k.forgets || c.MaxOffset < 0 || until.IsZero() {
+		return until
+	}
+	if top := s.wall().Add(c.TTL + c.MaxOffset); until.After(top) {
+		return top
+	}
+	return until
+}
+
+// floor returns, for a store that forgets, the mark every ID is taken to
+// have in the window after a restart, as machineid_redis reads it: the
+// server's time less its uptime plus the window. Redis's uptime_in_seconds
+// is the difference of two whole seconds of its clock, which may read a
+// second high, and the script takes a second off. Zero when none applies.
+func (s *server) floor(c machineid.Claim) time.Time {
 	if !s.k.forgets {
-		return -1
+		return time.Time{}
 	}
 	up := max(s.clock()/time.Second-s.restarted/time.Second-1, 0) * time.Second
-	if up >= ttl+s.w.p.skew {
-		return -1
+	if up >= window(c) {
+		return time.Time{}
 	}
-	return up
+	return s.wall().Add(-up + window(c))
 }
 
 // restart takes the store down for d and brings it back: having forgotten

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/holderseed"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -255,11 +257,16 @@ func (p *proc) newHolder() {
 	opts := []machineid.Option{
 		machineid.WithRange(w.p.lo, w.p.hi), machineid.WithTTL(w.p.ttl),
 		machineid.WithSafetyMargin(w.p.optMarg), machineid.WithCallTimeout(w.p.optCall),
+		machineid.WithMaxClockOffset(w.p.optOff),
 	}
-	h, err := machineid.NewHolder[struct{}](p.cl, nil, machineid.Limits{Name: "leasesim"}, opts...)
+	// Every kind's store reads its own clock to the Holder but etcd, whose
+	// real store estimates the fleet's from the holders' records.
+	lim := machineid.Limits{Name: "leasesim", Clock: w.p.kind.name != "etcd"}
+	h, err := machineid.NewHolder[struct{}](p.cl, nil, lim, opts...)
 	if err != nil {
 		panic(err) // the parameters are the simulation's own
 	}
+	holderseed.Set(h, p.r.Uint64()) // the jitter of its waits for a free ID
 	var prev machineid.Lease
 	h.Watch(func(l machineid.Lease) {
 		w.chk.leaseSeen(p, prev, l)
@@ -284,7 +291,8 @@ func (p *proc) start(inc *incarnation) bool {
 	defer cancel()
 	began := time.Now()
 	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(p.holder), ringflake.WithClock(p.clk.now),
-		ringflake.WithLayout(w.p.layout), ringflake.WithRingSize(w.p.ring), ringflake.WithMaxWait(w.p.maxWait))
+		ringflake.WithLayout(w.p.layout), ringflake.WithRingSize(w.p.ring), ringflake.WithMaxWait(w.p.maxWait),
+		ringflake.WithLogger(slog.New(slog.DiscardHandler)))
 	w.chk.bound(inc, "New", p.took(began), limit+acquireGrace)
 	if err != nil {
 		w.log.add(p.name(), "New of %s (within %v) failed: %v", inc, limit, err)
@@ -413,7 +421,7 @@ func (p *proc) drive() {
 
 // step steps the clock: back by less or more than the ring's span, forth,
 // or back to its usual offset. On a store that forgets, the clock stays
-// within ±skew/2 of the true time, which the restart floor needs.
+// within the clock bound of the true time, which the restart floor needs.
 func (p *proc) step(r *rand.Rand) {
 	w := p.w
 	old := time.Duration(p.clk.offset.Load())
@@ -421,7 +429,7 @@ func (p *proc) step(r *rand.Rand) {
 	span := time.Duration(w.p.ring) * tick
 	switch x := r.IntN(8); {
 	case w.p.kind.forgets:
-		next = between(r, -w.p.skew/2, w.p.skew/2)
+		next = between(r, -w.p.offsets, w.p.offsets)
 	case x < 3 && old != p.base:
 		next = p.base
 	case x < 5:
