@@ -207,8 +207,15 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 
 // release is the store's side of a Release: it frees what the token holds,
 // id or, for -1, whatever it holds, and brings the mark of id down to
-// issued, never below the mark the token inherited. (Redis also raises it
-// for a holder that issued past it, which a sound holder never does.)
+// issued, never below the mark the token inherited; or raises it to
+// issued, if that is later, as machineid_redis does (capped as it caps
+// marks; machineid_etcd and machineid_k8s write issued as it is). The
+// Holder folds the inherited mark into issued, and a mark inherited from
+// Redis's restart floor is later than the ID's own, which a holding that
+// took without a mark and never renewed leaves as it was: the raise keeps
+// the floor past the window. (machineid_postgres never raises; a store
+// that does not forget has no floor, so there issued is past the mark only
+// for a holder that issued past it, which the checker catches at the tick.)
 func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,8 +229,11 @@ func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Ti
 		}
 		mark := r.mark
 		if !issued.IsZero() && id >= 0 {
-			if low := later(issued, r.after); low.Before(mark) {
+			switch low := later(issued, r.after); {
+			case low.Before(mark):
 				mark = low
+			case issued.After(mark):
+				mark = later(mark, s.capped(issued, c))
 			}
 		}
 		s.w.chk.released(r.hold, mark, !issued.IsZero() && id >= 0)
