@@ -289,7 +289,10 @@ func (h *Holder) expire() {
 // a call is nearly always in flight during an outage, and the first one
 // the store answers once it is back renews the lease. The lease therefore
 // rides out an outage of up to 2·TTL/3 − margin: it may begin just before a
-// renewal is due, TTL/3 into the TTL − margin the last one proved.
+// renewal is due, TTL/3 into the TTL − margin the last one proved. Both
+// periods count from when the last call began, as the deadline does: one
+// counted from its answer would come later by however long the store took
+// to answer, and a slow answer would eat into that outage.
 func (h *Holder) run(s *session) {
 	defer close(s.stopped)
 	every, retry := h.cfg.ttl/3, h.cfg.ttl/10
@@ -307,9 +310,9 @@ func (h *Holder) run(s *session) {
 		began := time.Now()
 		next := every
 		if h.refresh(s) != nil {
-			next = max(retry-time.Since(began), 0)
+			next = retry
 		}
-		t.Reset(next)
+		t.Reset(max(next-time.Since(began), 0))
 	}
 }
 
