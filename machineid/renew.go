@@ -26,7 +26,8 @@ import (
 // s.unsure stays set, and a failure then leaves the next take to find the
 // token's own ID again.
 func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) error {
-	c := h.claim(s)
+	sent := time.Now() // before the call: the store's TTL starts later
+	c := h.claim(s)    // after sent: the round trip covers the clock's reading
 	check := h.clocked
 	if check {
 		c.Until = time.Time{}
@@ -38,7 +39,6 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	}
 	s.unsure = true
 	h.mu.Unlock()
-	sent := time.Now() // before the call: the store's TTL starts later
 	var g Grant
 	err := h.call(ctx, s, timeout, "taking a machine ID", func(ctx context.Context) (err error) {
 		g, err = h.store.Take(ctx, c)
@@ -74,8 +74,8 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 // with a renewal, and puts the mark it confirmed in g. It returns when the
 // renewal was sent and the offset it measured.
 func (h *Holder) raise(ctx context.Context, s *session, g *Grant, timeout time.Duration) (time.Time, ClockOffset, error) {
-	c := h.claim(s)
 	sent := time.Now()
+	c := h.claim(s)
 	var r Grant
 	err := h.call(ctx, s, timeout, fmt.Sprintf("raising the mark of machine ID %d", g.ID), func(ctx context.Context) (err error) {
 		r, err = h.store.Renew(ctx, c, g.ID)
@@ -122,8 +122,8 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 	h.mu.Lock()
 	id := s.id
 	h.mu.Unlock()
-	c := h.claim(s)
 	sent := time.Now()
+	c := h.claim(s)
 	var g Grant
 	err := h.call(ctx, s, h.cfg.callTimeout, fmt.Sprintf("renewing machine ID %d", id), func(ctx context.Context) (err error) {
 		g, err = h.store.Renew(ctx, c, id)
