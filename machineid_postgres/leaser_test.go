@@ -55,6 +55,12 @@ func TestLowestFreeID(t *testing.T) {
 	assert.Equal(t, int64(8), id, "ID 8 expired")
 }
 
+// TestExclusiveUnderContention has more clients than IDs take at once:
+// every ID goes to exactly one, and the others are refused with
+// ErrExhausted. The losers wait for an ID to free until their deadline, so
+// the leases are long enough that none runs out meanwhile: a lease that ran
+// out would rightly go to a loser (with the test TTL of 1s, a database that
+// a loaded machine held back let three of them run out).
 func TestExclusiveUnderContention(t *testing.T) {
 	t.Parallel()
 	srv, _ := startDB(t)
@@ -65,9 +71,11 @@ func TestExclusiveUnderContention(t *testing.T) {
 		errs := make([]error, clients)
 		var g errgroup.Group
 		for i := range leasers {
-			leasers[i] = newLeaser(t, newPool(t, srv.DSN()), machineid.WithRange(0, ids-1))
+			leasers[i] = newLeaser(t, newPool(t, srv.DSN()), machineid.WithRange(0, ids-1), machineid.WithTTL(time.Minute))
 			g.Go(func() error {
-				got[i], errs[i] = leasers[i].MachineID(ctxT(t))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				got[i], errs[i] = leasers[i].MachineID(ctx)
 				return nil
 			})
 		}
