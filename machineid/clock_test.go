@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -245,4 +247,48 @@ func TestClockOffRefusedOnRetake(t *testing.T) {
 	off = 0
 	mu.Unlock()
 	require.Eventually(t, func() bool { return h.Lease().Held }, 10*time.Second, time.Millisecond, "a clock set right takes the lease again")
+}
+
+// TestMachineIDCutShortWhileWaiting has a newcomer find a range of one ID
+// full and then ask again with a store that answers no more: the deadline
+// cuts the last try short, and MachineID still says the range was full and
+// how long it waited, with the cut call as the last try. It once returned
+// only the cut call's timeout, which a loaded machine's slow store gave
+// (the conformance suite's Wait, on etcd).
+func TestMachineIDCutShortWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = time.Second
+		s := newMemStore(true)
+		a, _ := newHolder(t, s, machineid.WithRange(0, 0), machineid.WithTTL(ttl))
+		_, err := a.MachineID(context.Background())
+		require.NoError(t, err)
+
+		c := &hangAfterFirstTake{memClient: newMemClient(s)}
+		b, err := machineid.NewHolder(c, &memSettings{}, memLimits, machineid.WithRange(0, 0), machineid.WithTTL(ttl))
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/2)
+		defer cancel()
+		_, err = b.MachineID(ctx)
+		require.ErrorIs(t, err, machineid.ErrExhausted, "the range was full when last heard of")
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "the last try was cut short")
+		assert.Contains(t, err.Error(), "every ID in 0..0 is held; waited ")
+		assert.Contains(t, err.Error(), "; the last try: ")
+		assert.Greater(t, c.takes.Load(), int32(1), "it tried again")
+		require.NoError(t, b.Release(time.Time{}))
+	})
+}
+
+// hangAfterFirstTake is a client whose Takes after the first wait for
+// their context to end, as a store a loaded machine holds back.
+type hangAfterFirstTake struct {
+	*memClient
+	takes atomic.Int32
+}
+
+func (c *hangAfterFirstTake) Take(ctx context.Context, cl machineid.Claim) (machineid.Grant, error) {
+	if c.takes.Add(1) > 1 {
+		<-ctx.Done()
+		return machineid.Grant{}, ctx.Err()
+	}
+	return c.memClient.Take(ctx, cl)
 }
