@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,4 +79,44 @@ func TestCLIFleetClock(t *testing.T) {
 			t.Logf("%s: the newcomer on the fleet's clock issued in %v", tt.store, time.Since(start).Round(time.Millisecond))
 		})
 	}
+}
+
+// TestServeReportsAClockOffTheFleets starts serve on a Redis lease with its
+// clock 30s ahead of Redis's. New refuses it at once, as gen's is; serve
+// stays up, unready, and says why on /readyz, with a Retry-After no longer
+// than the time until it asks again, since NTP may set the clock right
+// meanwhile. It never holds a mark ahead, and SIGTERM stops it with exit 0.
+func TestServeReportsAClockOffTheFleets(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--clock-offset", "30s")
+	var r reply
+	var ready readyz
+	require.Eventually(t, func() bool {
+		var err error
+		r, err = get(s.addr, "/readyz")
+		return err == nil && json.Unmarshal([]byte(r.body), &ready) == nil && strings.HasPrefix(ready.Reason, "refused: ")
+	}, 20*time.Second, 10*time.Millisecond, "/readyz reports the refusal")
+	assert.Equal(t, 503, r.code)
+	assert.False(t, ready.Ready)
+	assert.Contains(t, ready.Reason, "machineid: the clock is off the fleet's: this process's clock is ")
+	assert.Contains(t, ready.Reason, "s ahead of Redis's clock (TIME)")
+	assert.Contains(t, ready.Reason, "serve asks again every 5s")
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", r.header.Get("Retry-After"))
+	assert.True(t, 1 <= retry && retry <= 5, "Retry-After %d: the time until serve asks again, rounded up", retry)
+	id := mustGet(t, s.addr, "/v1/id")
+	assert.Equal(t, 503, id.code, "no IDs meanwhile: %s", id.body)
+	assert.Contains(t, id.body, "refused: ")
+	assert.Equal(t, "0", srv.Do("HEXISTS", "{ringflake}:MARKS", "0"), "a refused clock writes no mark")
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+	msgs := s.messages()
+	assert.Equal(t, "ringflake: stopped before serving", msgs[len(msgs)-1])
+	refusals := 0
+	for _, m := range msgs {
+		if strings.HasPrefix(m, "ringflake: the store refused this clock") {
+			refusals++
+		}
+	}
+	assert.Equal(t, 1, refusals, "the refusal is logged once: %v", msgs)
 }

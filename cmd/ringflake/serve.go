@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ringflake/ringflake/machineid"
 	"io"
 	"log/slog"
 	"net"
@@ -129,7 +130,7 @@ func runServe(args []string, stderr io.Writer) error {
 
 	began := time.Now()
 	if g == nil {
-		g, err = p.start(st)
+		g, err = p.startUntilClockIsRight(st, log)
 	}
 	if err != nil {
 		_ = srv.Close()
@@ -207,4 +208,39 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 		return slog.String(a.Key, a.Value.Duration().String())
 	}
 	return a
+}
+
+// clockRetry is how long serve waits before it asks for its machine ID
+// again after the store refused its clock as off the fleet's.
+const clockRetry = 5 * time.Second
+
+// startUntilClockIsRight is p.start, asked again every clockRetry while
+// the store refuses the clock as off the fleet's, until a signal. Waiting
+// does not set a clock right, and New says so at once; but NTP may, as on
+// a host just booted, and a service that stays up, unready, says why on
+// /readyz (st.status) rather than exit and be restarted in a loop. The
+// refused holder took nothing, so a signal meanwhile has nothing to
+// release. The refusal is logged once, and again only when its words
+// change.
+func (p *plan) startUntilClockIsRight(st *startup, log *slog.Logger) (*generator, error) {
+	said := ""
+	for {
+		g, err := p.start(st)
+		if !errors.Is(err, machineid.ErrClockOffset) {
+			st.refused.Store(nil)
+			return g, err
+		}
+		st.refused.Store(&refusal{err: err, retry: time.Now().Add(clockRetry)})
+		if err.Error() != said {
+			said = err.Error()
+			log.Error("ringflake: the store refused this clock; asking again every "+clockRetry.String()+" until it is set right", "err", err)
+		}
+		t := time.NewTimer(clockRetry)
+		select {
+		case <-st.stop.Done():
+			t.Stop()
+			return nil, errInterrupted
+		case <-t.C:
+		}
+	}
 }

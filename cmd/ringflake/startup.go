@@ -28,9 +28,16 @@ type startup struct {
 	stop   context.Context // done on SIGTERM or SIGINT; New's context
 	source string          // where the machine ID comes from, for the reason
 
-	leaser machineid.Leaser                // the store's, or nil for a fixed ID
-	lease  atomic.Pointer[machineid.Lease] // the lease's latest report; nil before the first
-	clock  func() time.Time                // the generator's, for status; set with leaser, or time.Now
+	leaser  machineid.Leaser                // the store's, or nil for a fixed ID
+	lease   atomic.Pointer[machineid.Lease] // the lease's latest report; nil before the first
+	clock   func() time.Time                // the generator's, for status; set with leaser, or time.Now
+	refused atomic.Pointer[refusal]         // the store's refusal of the clock, while serve waits to ask again
+}
+
+// refusal is a store's refusal of the clock, and when serve asks again.
+type refusal struct {
+	err   error
+	retry time.Time // on the real clock
 }
 
 func newStartup(stop context.Context, source string) *startup {
@@ -75,9 +82,13 @@ func (st *startup) reason() string {
 // status is reason, with how long until the generator can issue, as far as
 // the lease's reports tell: until the clock passes the mark the lease
 // inherited, or 0 (not known) before there is one, such as while the
-// machine ID is acquired. It is serve's answer before the generator is made,
-// Retry-After's figure included.
+// machine ID is acquired; or, while the store refuses the clock, the
+// refusal and the time until serve asks again. It is serve's answer before
+// the generator is made, Retry-After's figure included.
 func (st *startup) status() (string, time.Duration) {
+	if r := st.refused.Load(); r != nil {
+		return fmt.Sprintf("refused: %v; serve asks again every %v", r.err, clockRetry), max(time.Until(r.retry), 0)
+	}
 	var wait time.Duration
 	if l := st.lease.Load(); l != nil && l.Held && !l.After.IsZero() {
 		now := time.Now
