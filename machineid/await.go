@@ -40,7 +40,9 @@ func (h *Holder) awaitFree(ctx context.Context, s *session, deadline time.Time, 
 		step = min(2*step, h.cfg.ttl/2)
 		full := err
 		if err = h.obtain(ctx, s, time.Until(deadline)); !errors.Is(err, ErrExhausted) {
-			if err != nil && ctx.Err() != nil {
+			if err != nil && (ctx.Err() != nil || !time.Now().Before(deadline)) {
+				// The take's own timeout ends with ctx's deadline, and may
+				// fire before ctx's own timer does.
 				return fmt.Errorf("%w; waited %v for one to free; the last try: %w", full, time.Since(start).Round(time.Millisecond), err)
 			}
 			return err
