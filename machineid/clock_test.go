@@ -45,8 +45,8 @@ func TestClockOffRefused(t *testing.T) {
 		off  time.Duration
 		way  string
 	}{
-		{"ahead", 30 * time.Second, "30s ahead of the memstore's clock"},
-		{"behind", -30 * time.Second, "30s behind the memstore's clock"},
+		{"ahead", 30 * time.Second, "ahead of the memstore's clock"},
+		{"behind", -30 * time.Second, "behind the memstore's clock"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -61,11 +61,14 @@ func TestClockOffRefused(t *testing.T) {
 			require.ErrorIs(t, err, machineid.ErrClockOffset)
 			var ce *machineid.ClockOffsetError
 			require.ErrorAs(t, err, &ce)
-			assert.InDelta(t, tt.off, ce.By, float64(time.Second), "By")
+			assert.InDelta(t, tt.off, ce.By, float64(ce.Within), "By, within the measurement's uncertainty, %v", ce.Within)
 			assert.Equal(t, "the memstore's clock", ce.Against)
 			assert.Equal(t, 2*time.Second, ce.Bound, "the default bound")
 			assert.Equal(t, int64(5), ce.ID)
-			assert.Contains(t, err.Error(), "machineid: the clock is off the fleet's: this process's clock is "+tt.way)
+			// The figure is the measured one, to the millisecond: 30.001s
+			// on a loaded machine, as the uncertainty allows.
+			assert.Contains(t, err.Error(), "machineid: the clock is off the fleet's: this process's clock is "+ce.ClockOffset.String())
+			assert.Contains(t, ce.ClockOffset.String(), tt.way)
 			assert.Contains(t, err.Error(), "at most 2s is allowed (machineid.WithMaxClockOffset), so machine ID 5 was not taken")
 			assert.Less(t, took, 5*time.Second, "the refusal comes at once: waiting does not set a clock right")
 			l := h.Lease()
