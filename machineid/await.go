@@ -30,8 +30,10 @@ func init() {
 // lease already reports the wait: the first failure set its Err, wrapping
 // ErrExhausted. It returns nil once a take succeeds, the error of one that
 // fails otherwise, or, at the deadline, the last ErrExhausted with how long
-// it waited. The caller holds h.turn, which no other call needs meanwhile:
-// the renewer has nothing to renew, and Release ends the wait.
+// it waited; a take that the deadline cuts short leaves that answer the
+// last word, as the range was full when last heard of. The caller holds
+// h.turn, which no other call needs meanwhile: the renewer has nothing to
+// renew, and Release ends the wait.
 func (h *Holder) awaitFree(ctx context.Context, s *session, deadline time.Time, err error) error {
 	start := time.Now()
 	step := h.cfg.ttl / 10
@@ -52,7 +54,13 @@ func (h *Holder) awaitFree(ctx context.Context, s *session, deadline time.Time, 
 			return fmt.Errorf("%w (waiting for a free machine ID)", ErrReleased)
 		}
 		step = min(2*step, h.cfg.ttl/2)
+		full := err
 		if err = h.obtain(ctx, s, time.Until(deadline)); !errors.Is(err, ErrExhausted) {
+			if err != nil && (ctx.Err() != nil || !time.Now().Before(deadline)) {
+				// The take's own timeout ends with ctx's deadline, and may
+				// fire before ctx's own timer does.
+				return fmt.Errorf("%w; waited %v for one to free; the last try: %w", full, time.Since(start).Round(time.Millisecond), err)
+			}
 			return err
 		}
 	}

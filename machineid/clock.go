@@ -68,8 +68,10 @@ func (e *ClockOffsetError) Error() string {
 func (e *ClockOffsetError) Unwrap() error { return ErrClockOffset }
 
 // measure returns the offset of the holder's clock from r, a reading taken
-// during a call sent when the holder's clock read at and answered rtt
-// later: the reading is set against the call's midpoint.
+// during a call whose round trip rtt counts from before the holder's clock
+// read at, so that the reading falls within rtt of at: it is set against
+// the midpoint. A round trip counted from after at would miss the moment
+// between them, which a loaded machine can stretch past the uncertainty.
 func (h *Holder) measure(r Reading, at time.Time, rtt time.Duration) ClockOffset {
 	if r.Time.IsZero() || r.Source == "" {
 		return ClockOffset{}

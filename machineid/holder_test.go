@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -424,4 +425,48 @@ func TestSlowWatcherDoesNotDelayRenewals(t *testing.T) {
 		return s.calls >= before+3
 	}, 10*time.Second, time.Millisecond, "renewals stopped while a watcher blocked")
 	assert.True(t, h.Lease().Held, "the lease is renewed while a watcher blocks")
+}
+
+// TestRenewalsKeepTheirPeriod checks, in virtual time, that renewals are
+// sent every TTL/3 from when the last one was sent, however late the store
+// answers. The lease's deadline counts from the send; a period counted from
+// the answer, as run's once was, sent each renewal later by the time the
+// store took, which a loaded store took out of the outage a lease rides
+// out (a renewal timed out after the deadline it should have come before).
+func TestRenewalsKeepTheirPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 3 * time.Second
+		c := &slowRenewals{memClient: newMemClient(newMemStore(true)), late: ttl / 12}
+		h, err := machineid.NewHolder(c, &memSettings{}, memLimits, machineid.WithTTL(ttl))
+		require.NoError(t, err)
+		_, err = h.MachineID(context.Background())
+		require.NoError(t, err)
+		time.Sleep(5*ttl/3 + ttl/6)
+		assert.True(t, h.Lease().Held, "renewed in time: %+v", h.Lease())
+		require.NoError(t, h.Release(time.Time{}))
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		require.Len(t, c.sent, 5)
+		for i := 1; i < len(c.sent); i++ {
+			assert.Equal(t, ttl/3, c.sent[i].Sub(c.sent[i-1]), "renewal %d came this long after renewal %d, which took %v to answer", i, i-1, c.late)
+		}
+	})
+}
+
+// slowRenewals is a client whose renewals answer late, and that records
+// when each was sent.
+type slowRenewals struct {
+	*memClient
+	late time.Duration
+
+	mu   sync.Mutex
+	sent []time.Time
+}
+
+func (c *slowRenewals) Renew(ctx context.Context, cl machineid.Claim, id int64) (machineid.Grant, error) {
+	c.mu.Lock()
+	c.sent = append(c.sent, time.Now())
+	c.mu.Unlock()
+	defer time.Sleep(c.late)
+	return c.memClient.Renew(ctx, cl, id)
 }

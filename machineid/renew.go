@@ -28,7 +28,8 @@ import (
 // s.unsure stays set, and a failure then leaves the next take to find the
 // token's own ID again.
 func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) error {
-	c := h.claim(s)
+	sent := time.Now() // before the call: the store's TTL starts later
+	c := h.claim(s)    // after sent: the round trip covers the clock's reading
 	check := h.clocked
 	if check {
 		c.Until = time.Time{}
@@ -40,7 +41,6 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	}
 	s.unsure = true
 	h.mu.Unlock()
-	sent := time.Now() // before the call: the store's TTL starts later
 	var g Grant
 	err := h.call(ctx, s, timeout, "taking a machine ID", func(ctx context.Context) (err error) {
 		g, err = h.store.Take(ctx, c)
@@ -76,8 +76,8 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 // with a renewal, and puts the mark it confirmed in g. It returns when the
 // renewal was sent and the offset it measured.
 func (h *Holder) raise(ctx context.Context, s *session, g *Grant, timeout time.Duration) (time.Time, ClockOffset, error) {
-	c := h.claim(s)
 	sent := time.Now()
+	c := h.claim(s)
 	var r Grant
 	err := h.call(ctx, s, timeout, fmt.Sprintf("raising the mark of machine ID %d", g.ID), func(ctx context.Context) (err error) {
 		r, err = h.store.Renew(ctx, c, g.ID)
@@ -124,8 +124,8 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 	h.mu.Lock()
 	id := s.id
 	h.mu.Unlock()
-	c := h.claim(s)
 	sent := time.Now()
+	c := h.claim(s)
 	if mutant.On(mutant.MarkBeforeStore) {
 		h.confirm(s, Grant{ID: id, Until: c.Until}, sent, false, ClockOffset{})
 	}
@@ -310,7 +310,10 @@ func (h *Holder) expire() {
 // a call is nearly always in flight during an outage, and the first one
 // the store answers once it is back renews the lease. The lease therefore
 // rides out an outage of up to 2·TTL/3 − margin: it may begin just before a
-// renewal is due, TTL/3 into the TTL − margin the last one proved.
+// renewal is due, TTL/3 into the TTL − margin the last one proved. Both
+// periods count from when the last call began, as the deadline does: one
+// counted from its answer would come later by however long the store took
+// to answer, and a slow answer would eat into that outage.
 func (h *Holder) run(s *session) {
 	defer close(s.stopped)
 	every, retry := h.cfg.ttl/3, h.cfg.ttl/10
@@ -328,9 +331,9 @@ func (h *Holder) run(s *session) {
 		began := time.Now()
 		next := every
 		if h.refresh(s) != nil {
-			next = max(retry-time.Since(began), 0)
+			next = retry
 		}
-		t.Reset(next)
+		t.Reset(max(next-time.Since(began), 0))
 	}
 }
 

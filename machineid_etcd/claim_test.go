@@ -52,14 +52,18 @@ func TestPrefersPassedMark(t *testing.T) {
 
 // TestExclusiveUnderContention has more Holders than IDs, each with its own
 // client, acquire at once: every ID goes to exactly one, and the others are
-// refused with ErrExhausted.
+// refused with ErrExhausted. The losers wait for an ID to free until their
+// deadline, so the leases are long enough that none runs out meanwhile: a
+// lease that ran out would rightly go to a loser (with the test TTL of 1s,
+// an etcd that a loaded machine held back for a second let most of them
+// run out at once).
 func TestExclusiveUnderContention(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	const ids, leasers = 8, 20
 	ls := make([]*machineid.Holder, leasers)
 	for i := range ls {
-		ls[i] = newHolder(t, newClient(t, e.Endpoints()), machineid.WithRange(0, ids-1))
+		ls[i] = newHolder(t, newClient(t, e.Endpoints()), machineid.WithRange(0, ids-1), machineid.WithTTL(time.Minute))
 	}
 	got := make([]int64, leasers)
 	errs := make([]error, leasers)

@@ -87,7 +87,9 @@ type holding struct {
 var _ machineid.Store = (*store)(nil)
 
 // Take renews the token's etcd lease, or grants one, and then claims an ID
-// on it (see claim).
+// on it (see claim). If the lease runs out before the claim reaches etcd,
+// as it does when etcd answers slower than the TTL, the claim writes
+// nothing, and Take grants another and claims again, until ctx ends.
 func (s *store) Take(ctx context.Context, c machineid.Claim) (_ machineid.Grant, err error) {
 	defer s.redialAfter(&err)
 	h := s.held[c.Token]
@@ -97,19 +99,26 @@ func (s *store) Take(ctx context.Context, c machineid.Claim) (_ machineid.Grant,
 	}
 	if h.lease != 0 {
 		_, err := s.client.KeepAliveOnce(ctx, h.lease)
-		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			if err != nil {
-				return machineid.Grant{}, fmt.Errorf("renewing etcd lease %x: %w", int64(h.lease), err)
-			}
-			return s.claim(ctx, c, h)
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			h.lease = 0
+		} else if err != nil {
+			return machineid.Grant{}, fmt.Errorf("renewing etcd lease %x: %w", int64(h.lease), err)
 		}
 	}
-	resp, err := s.client.Grant(ctx, int64(c.TTL/time.Second))
-	if err != nil {
-		return machineid.Grant{}, fmt.Errorf("granting an etcd lease: %w", err)
+	for {
+		if h.lease == 0 {
+			resp, err := s.client.Grant(ctx, int64(c.TTL/time.Second))
+			if err != nil {
+				return machineid.Grant{}, fmt.Errorf("granting an etcd lease: %w", err)
+			}
+			h.lease = resp.ID
+		}
+		g, err := s.claim(ctx, c, h)
+		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return g, err
+		}
+		h.lease = 0
 	}
-	h.lease = resp.ID
-	return s.claim(ctx, c, h)
 }
 
 // Renew renews the token's etcd lease and then raises the mark of id,

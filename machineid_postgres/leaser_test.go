@@ -55,6 +55,12 @@ func TestLowestFreeID(t *testing.T) {
 	assert.Equal(t, int64(8), id, "ID 8 expired")
 }
 
+// TestExclusiveUnderContention has more clients than IDs take at once:
+// every ID goes to exactly one, and the others are refused with
+// ErrExhausted. The losers wait for an ID to free until their deadline, so
+// the leases are long enough that none runs out meanwhile: a lease that ran
+// out would rightly go to a loser (with the test TTL of 1s, a database that
+// a loaded machine held back let three of them run out).
 func TestExclusiveUnderContention(t *testing.T) {
 	t.Parallel()
 	srv, _ := startDB(t)
@@ -65,9 +71,11 @@ func TestExclusiveUnderContention(t *testing.T) {
 		errs := make([]error, clients)
 		var g errgroup.Group
 		for i := range leasers {
-			leasers[i] = newLeaser(t, newPool(t, srv.DSN()), machineid.WithRange(0, ids-1))
+			leasers[i] = newLeaser(t, newPool(t, srv.DSN()), machineid.WithRange(0, ids-1), machineid.WithTTL(time.Minute))
 			g.Go(func() error {
-				got[i], errs[i] = leasers[i].MachineID(ctxT(t))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				got[i], errs[i] = leasers[i].MachineID(ctx)
 				return nil
 			})
 		}
@@ -112,17 +120,20 @@ func TestChurnKeepsLeasesApart(t *testing.T) {
 		spans []span
 	)
 	end := time.Now().Add(2 * time.Second)
+	// Every lease is released, none runs out, so the TTL is long: its call
+	// timeout (TTL/3) bounds Release, and a busy machine can overrun the
+	// test TTL's third of a second, a bound about the store, not what this
+	// test asserts.
+	const long = 6 * time.Second
 	var g errgroup.Group
 	for c := range clients {
-		l, _ := ownLeaser(t, srv, machineid.WithRange(0, ids-1))
+		l, _ := ownLeaser(t, srv, machineid.WithRange(0, ids-1), machineid.WithTTL(long))
 		rec := watch(t, l)
 		g.Go(func() error {
 			rng := rand.New(rand.NewPCG(uint64(c), 1))
 			for time.Now().Before(end) {
 				from := rec.len()
-				// A deadline of its own: the default call timeout (TTL/3) is
-				// about the store, not what this test asserts, and a busy
-				// machine can overrun it.
+				// A deadline of its own, for the same reason.
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				id, err := l.MachineID(ctx)
 				cancel()
@@ -133,7 +144,7 @@ func TestChurnKeepsLeasesApart(t *testing.T) {
 				if err != nil {
 					return fmt.Errorf("client %d: %w", c, err)
 				}
-				held, i, err := rec.wait(from, ttl, "held", func(l machineid.Lease) bool { return l.Held })
+				held, i, err := rec.wait(from, long, "held", func(l machineid.Lease) bool { return l.Held })
 				if err != nil {
 					return err
 				}
@@ -142,7 +153,7 @@ func TestChurnKeepsLeasesApart(t *testing.T) {
 				if err := l.Release(issued); err != nil {
 					return fmt.Errorf("client %d: %w", c, err)
 				}
-				released, _, err := rec.wait(i, ttl, "not held", func(l machineid.Lease) bool { return !l.Held })
+				released, _, err := rec.wait(i, long, "not held", func(l machineid.Lease) bool { return !l.Held })
 				if err != nil {
 					return err
 				}

@@ -89,6 +89,7 @@ func TestGenSIGTERMWhileWaitingForALostLease(t *testing.T) {
 // releases the lease it took.
 func TestGenSIGTERMWhileGettingItsMachineID(t *testing.T) {
 	t.Parallel()
+	buildCLI(t) // before Redis starts its floor: a build can outlast it
 	srv := redistest.Start(t)
 	cmd, stdout, stderr, exited := startGen(t, "--lease", "redis://"+srv.Addr, "--lease-ttl", "20s", "-n", "1")
 	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:0") == "1" }, 10*time.Second, 10*time.Millisecond,

@@ -265,6 +265,7 @@ func TestServeProcess(t *testing.T) {
 // loaded run once saw the last of the 503s turn to 200).
 func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 	t.Parallel()
+	buildCLI(t) // before Redis starts its floor: a build can outlast it
 	srv := redistest.Start(t)
 	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "8s")
 	r := mustGet(t, s.addr, "/healthz")
@@ -294,6 +295,7 @@ func TestServeAnswersWhileItGetsItsMachineID(t *testing.T) {
 // lost: the release is serve's own.
 func TestServeSIGTERMWhileGettingItsMachineID(t *testing.T) {
 	t.Parallel()
+	buildCLI(t) // before Redis starts its floor: a build can outlast it
 	srv := redistest.Start(t)
 	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "20s")
 	require.Eventually(t, func() bool { return srv.Do("EXISTS", "{ringflake}:LEASE:0") == "1" }, 10*time.Second, 10*time.Millisecond,

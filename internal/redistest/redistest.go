@@ -22,7 +22,8 @@ import (
 	"time"
 )
 
-// startTimeout bounds how long a server may take to answer.
+// startTimeout bounds how long a server may take to answer, when it starts
+// and to each command: a loaded machine can hold a reply back for seconds.
 const startTimeout = 10 * time.Second
 
 // Server is one redis-server process. Its methods are safe for concurrent
@@ -239,7 +240,7 @@ func processID(addr string) (int, error) {
 
 // do sends one command in RESP and reads the reply as Do describes.
 func do(addr string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
