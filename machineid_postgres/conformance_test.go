@@ -14,11 +14,8 @@ import (
 )
 
 // TestConformance runs the public conformance suite against a real server,
-// restarted by stopping and starting it, which keeps its data. Its TTL is
-// two seconds, as Kubernetes' is: with the test TTL of one, the call
-// timeout of 333ms, which a write to a database a loaded machine holds
-// back can overrun, made leases run out and releases fail while the store
-// could be reached.
+// restarted by stopping and starting it, which keeps its data, with the
+// package's TTL.
 func TestConformance(t *testing.T) {
 	srv, _ := startDB(t)
 	var pools sync.Map // machineid.Leaser -> *pgxpool.Pool, for Abandon
@@ -48,7 +45,7 @@ func TestConformance(t *testing.T) {
 			srv.Start()
 		},
 		KeepsData: true,
-		TTL:       2 * ttl,
+		TTL:       ttl,
 		Reference: "PostgreSQL's clock",
 	})
 }
