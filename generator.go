@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/internal/sentinel"
 	"github.com/ringflake/ringflake/machineid"
 )
@@ -38,6 +39,7 @@ type Generator struct {
 
 	startWait time.Duration // how long New took to get the machine ID; written once by New
 	leased    *leaserClaim  // the Leaser's claim, nil unless the machine ID is leased; written once by New
+	graceEnd  time.Time     // when New's waits past its context's end give up (see untilGrace); New's alone
 	stopWatch func()        // stops the lease watch; nil unless leased
 	closeOnce sync.Once
 	closeErr  error // written inside closeOnce
@@ -218,6 +220,9 @@ func (g *Generator) Close() error {
 		return nil
 	}
 	g.closeOnce.Do(func() {
+		if mutant.On(mutant.ReleaseBeforeStop) && g.leased != nil {
+			_ = g.leased.l.Release(g.issuedUntil()) // Release below returns its result again
+		}
 		g.shut()
 		if g.leased != nil {
 			// The closed state is stored, so a call that claimed after

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake/internal/holderclock"
+	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -208,7 +209,7 @@ func (g *Generator) acquire(ctx context.Context, b bound, src machineid.Source, 
 		id, err := src.MachineID(ctx)
 		a = answer{id: id, err: err}
 	}()
-	if a, ok := untilGrace(ctx, got); ok {
+	if a, ok := untilGrace(ctx, got, &g.graceEnd); ok {
 		return a.id, a.err
 	}
 	if c != nil {
@@ -236,13 +237,13 @@ func sourcePanicked(src machineid.Source, p any) error {
 
 // giveUp releases the Leaser of c, which New will not use, telling it
 // issued, and returns err joined with the release's error. It waits for
-// the release until ctx ends and acquireGrace past that; a release still
+// the release until ctx ends and the grace past that; a release still
 // running then goes on in the background, which logs its error and drops
 // c when it ends. The caller hands c over.
 func (g *Generator) giveUp(ctx context.Context, c *leaserClaim, issued time.Time, err error) error {
 	done := make(chan error, 1)
 	go func() { done <- c.l.Release(issued) }()
-	if rerr, ok := untilGrace(ctx, done); ok {
+	if rerr, ok := untilGrace(ctx, done, &g.graceEnd); ok {
 		c.drop()
 		if rerr != nil {
 			err = errors.Join(err, fmt.Errorf("releasing the machine ID's lease: %w", rerr))
@@ -257,15 +258,26 @@ func (g *Generator) giveUp(ctx context.Context, c *leaserClaim, issued time.Time
 	return err
 }
 
-// untilGrace waits for a value on ch until ctx ends and acquireGrace past
-// that, and reports what came and whether it came.
-func untilGrace[T any](ctx context.Context, ch <-chan T) (T, bool) {
+// untilGrace waits for a value on ch until ctx ends and the grace past
+// that, and reports what came and whether it came. The grace is New's one
+// allowance past its context's end, kept in *end for all of its waits: it
+// ends acquireGrace after the first of them saw ctx end, so that a source
+// that answers late and a release after it do not take a grace each.
+func untilGrace[T any](ctx context.Context, ch <-chan T, end *time.Time) (T, bool) {
 	select {
 	case v := <-ch:
 		return v, true
 	case <-ctx.Done():
 	}
-	grace := time.NewTimer(acquireGrace)
+	select {
+	case v := <-ch:
+		return v, true
+	default:
+	}
+	if end.IsZero() {
+		*end = time.Now().Add(acquireGrace)
+	}
+	grace := time.NewTimer(time.Until(*end))
 	defer grace.Stop()
 	select {
 	case v := <-ch:
@@ -462,7 +474,7 @@ func (g *Generator) stateOf(l machineid.Lease) *machineState {
 		next.lost = fmt.Errorf("%w: the lease holds machine ID %d, outside the layout's 0..%d", ErrLeaseLost, l.ID, g.layout.MaxMachine())
 		next.lease.Held, next.lease.Err = false, next.lost
 	}
-	if !l.After.IsZero() {
+	if !l.After.IsZero() && !mutant.On(mutant.NoFloor) {
 		next.b.floor = g.tickAt(l.After)
 	}
 	if !l.Until.IsZero() {

@@ -3,6 +3,8 @@ package ringflake
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/ringflake/ringflake/internal/mutant"
 )
 
 // ring remembers, for every residue of the tick modulo the ring's size, the
@@ -111,7 +113,7 @@ func (r *ring) claim(tick int64, n uint64, b bounds, key uint64) (t int64, seq, 
 		old := slot.Load()
 		var first uint64
 		switch {
-		case old < fresh:
+		case old < fresh || mutant.On(mutant.RingForgets) && old>>r.seqBits > uint64(tick+1):
 			first = fresh + r.start(tick, key, n)
 		case old&r.seqMask == r.seqMask:
 			return int64(old>>r.seqBits) - 1, 0, 0, exhausted

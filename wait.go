@@ -173,10 +173,14 @@ func leasePoll(tick time.Duration) time.Duration {
 //
 // Waiting allocates nothing in the steady state: rounds are reused once
 // their last caller is done with them, and followers wait on the round's
-// gate, a read-write mutex the leader holds for writing until its claim is
-// written; its unlock wakes every follower at once, as closing a channel
-// would (a plain mutex would wake them one after another). The mutexes are
-// on the waiting path only, never on the path that issues.
+// gate, a condition variable on which the leader broadcasts once its claim
+// is written. The broadcast wakes every follower at once, as closing a
+// channel would, and unlike a channel the gate is reused with its round. A
+// read-write mutex held by the leader across its sleep would do as much,
+// but a follower blocked on a mutex is not durably blocked to
+// testing/synctest, whose virtual time would then stand still and never
+// bring the tick. The mutexes are on the waiting path only, never on the
+// path that issues.
 type tickWait struct {
 	mu    sync.Mutex // protects cur, free and the fields of cur marked so
 	cur   *round     // the round callers may join; nil while nobody sleeps
@@ -197,19 +201,21 @@ const maxFreeRounds = 4
 // (ties in the order they joined), so that under demand above the layout's
 // ceiling callers tend to be served in turn.
 type round struct {
-	gate   sync.RWMutex // held by the leader for writing from the round's start until ranges are written
+	mu     sync.Mutex   // protects open; the gate's lock
+	gate   sync.Cond    // followers wait on it while open; its L is &mu
+	open   bool         // the leader has not written ranges yet; set true before the round is published
 	tick   int64        // the tick waited for; written by the leader before the round is published
 	wakeAt time.Time    // when the leader wakes; likewise
 	want   int          // IDs asked for so far; under tickWait.mu until the leader detaches the round
 	users  atomic.Int32 // the leader and the followers not yet done with the round
 	next   *round       // in tickWait.free
 
-	ranges [4]claimRange // written by the leader while it holds gate; read after
+	ranges [4]claimRange // written by the leader while the round is open; read after
 	n      int
 
 	// joiners has one entry per caller, the leader first, appended under
 	// tickWait.mu until the leader detaches the round; the leader then
-	// writes each offset while it holds gate. Its backing array is reused
+	// writes each offset while the round is open. Its backing array is reused
 	// with the round.
 	joiners []joiner
 	order   []int32 // the leader's scratch space for ordering joiners
@@ -248,7 +254,7 @@ func (tw *tickWait) wait(g *Generator, a *attempt, tick int64, d time.Duration, 
 		tw.free, r.next = r.next, nil
 		tw.nfree--
 	} else {
-		r = new(round)
+		r = newRound()
 	}
 	if a.stalled {
 		d = max(d, early) // sleepUntil's plain sleep, so followers judge their deadline by it
@@ -256,19 +262,19 @@ func (tw *tickWait) wait(g *Generator, a *attempt, tick int64, d time.Duration, 
 	r.tick, r.wakeAt, r.want, r.n = tick, time.Now().Add(d), len(dst), 0
 	r.joiners = append(r.joiners[:0], joiner{want: len(dst), lost: a.lost})
 	r.users.Store(1)
-	r.gate.Lock()
+	r.open = true // the round's last users are gone: nobody reads it
 	tw.cur = r
 	tw.mu.Unlock()
 	return tw.lead(g, a, r, tick, d, dst)
 }
 
 // lead is the leader's part of round r, from its sleep to its own share.
-// Between the gate's Lock and Unlock it calls the injected clock; should
+// While the round is open it calls the injected clock; should
 // that panic (or call runtime.Goexit), the deferred abandon still lets the
 // followers go, with nothing claimed for them, and the panic goes on to
 // the leader's caller.
 func (tw *tickWait) lead(g *Generator, a *attempt, r *round, tick int64, d time.Duration, dst []ID) int {
-	holding := true // the gate is still held
+	holding := true // the round is still open
 	defer func() {
 		if holding {
 			tw.abandon(r)
@@ -283,7 +289,7 @@ func (tw *tickWait) lead(g *Generator, a *attempt, r *round, tick int64, d time.
 	g.claimRound(r, want)
 	r.share(r.claimed(), want)
 	holding = false
-	r.gate.Unlock()
+	r.close()
 	n := r.take(g.layout, r.joiners[0].offset, dst)
 	tw.release(r)
 	return n
@@ -321,7 +327,7 @@ func (tw *tickWait) abandon(r *round) {
 	}
 	tw.mu.Unlock()
 	r.n = 0
-	r.gate.Unlock()
+	r.close()
 	tw.release(r)
 }
 
@@ -347,14 +353,32 @@ func (r *round) share(have, want int) {
 	}
 }
 
+// newRound returns a round, not yet open.
+func newRound() *round {
+	r := new(round)
+	r.gate.L = &r.mu
+	return r
+}
+
 // follow is a follower's wait for r's leader, on the gate, which the leader
-// lets go of within the follower's deadline; then it takes its share.
+// closes within the follower's deadline; then it takes its share.
 func (tw *tickWait) follow(g *Generator, r *round, idx int, dst []ID) int {
 	defer tw.release(r)
-	r.gate.RLock()
-	//lint:ignore SA2001 the empty critical section is the wait for the leader
-	r.gate.RUnlock()
+	r.mu.Lock()
+	for r.open {
+		r.gate.Wait()
+	}
+	r.mu.Unlock()
 	return r.take(g.layout, r.joiners[idx].offset, dst)
+}
+
+// close ends the leader's part of r: the ranges and offsets written before
+// it are seen by every follower that it wakes.
+func (r *round) close() {
+	r.mu.Lock()
+	r.open = false
+	r.mu.Unlock()
+	r.gate.Broadcast()
 }
 
 // claimed returns how many IDs r's claims hold.
@@ -367,8 +391,8 @@ func (r *round) claimed() int {
 }
 
 // take copies up to len(dst) IDs of r's claims, starting at offset, into
-// dst and returns how many. Call it only once the leader has let go of the
-// gate.
+// dst and returns how many. Call it only once the leader has closed the
+// round.
 func (r *round) take(l Layout, offset int, dst []ID) int {
 	got := 0
 	skip := uint64(offset)
@@ -409,6 +433,11 @@ const early = 100 * time.Microsecond
 // which would skip whole 1 ms ticks at saturation.
 const preciseUpTo = 2 * time.Millisecond
 
+// stillYields is how many times sleepUntil yields before it concludes from
+// a monotonic clock that has not moved at all that time stands still; on a
+// real clock a yield alone takes longer than its resolution.
+const stillYields = 64
+
 // sleepUntil waits for tick, d away by the clock: a precise sleep to just
 // before it, then yielding the processor until the clock shows the tick,
 // for at most 2×early past d in real time. It reports whether the clock
@@ -430,9 +459,16 @@ func (g *Generator) sleepUntil(tick int64, d time.Duration, yield bool) bool {
 	if d > early {
 		preciseSleep(d - early)
 	}
-	for time.Since(start) < d+2*early {
+	for yields := 0; time.Since(start) < d+2*early; yields++ {
 		if g.showsTick(tick) {
 			return true
+		}
+		if yields == stillYields && time.Since(start) == 0 {
+			// Time stands still while this goroutine runs: a bubble of
+			// testing/synctest, whose clock moves only while every
+			// goroutine in it is blocked. Yielding would wait for ever.
+			time.Sleep(d + 2*early)
+			return g.showsTick(tick)
 		}
 		runtime.Gosched()
 	}

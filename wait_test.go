@@ -1,12 +1,14 @@
 package ringflake
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -355,13 +357,13 @@ func TestAbandon(t *testing.T) {
 	g, err := New(t.Context(), WithMachineID(1), WithLayout(waitLayout), WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	tw := &g.ticks
-	r := new(round)
+	r := newRound()
 	r.tick, r.wakeAt = 7, time.Now()
 	r.joiners = append(r.joiners, joiner{want: 1})
 	r.ranges[0] = claimRange{tick: 7, seq: 0, count: 4}
 	r.n = 1
 	r.users.Store(1)
-	r.gate.Lock()
+	r.open = true
 	tw.cur = r
 
 	results := make(chan int, 2)
@@ -492,4 +494,77 @@ func TestFlippingClockCannotLoopTheCall(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("NextID still going round after 5 s and %d clock reads, with a MaxWait that never waits", reads.Load())
 	}
+}
+
+// TestWaitsEndUnderSynctest checks that the waits for a tick end inside a
+// testing/synctest bubble, whose virtual time moves only while every
+// goroutine in it is durably blocked. A follower of a tick's round blocked
+// on a mutex, or a leader yielding the processor until the clock shows the
+// tick, keeps virtual time still: the tick never comes and the call hangs.
+// Each case issues three ticks' worth of IDs at one instant, so that the
+// callers wait for the next ticks; a case that has not ended after a
+// minute of real time has hung.
+func TestWaitsEndUnderSynctest(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		callers int
+		opts    []Option
+	}{
+		// A 1 ms tick on the default clock: the leader's wait is a precise
+		// sleep and then a yield until the clock shows the tick.
+		{"one caller, default clock", 1, []Option{WithLayout(layoutOf(time.Millisecond))}},
+		// A 10 ms tick: the leader sleeps on a timer, and the followers wait
+		// for its claim.
+		{"four callers, a 10 ms tick", 4, []Option{WithClock(time.Now), WithLayout(layoutOf(10 * time.Millisecond))}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ended := make(chan struct{})
+			var ids []ID
+			go func() {
+				defer close(ended)
+				synctest.Test(t, func(t *testing.T) {
+					g, err := New(context.Background(), append(tc.opts, WithMachineID(1))...)
+					require.NoError(t, err)
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					for range tc.callers {
+						wg.Go(func() {
+							got := make([]ID, 0, 3*4096/tc.callers)
+							for range cap(got) {
+								id, err := g.NextID()
+								if !assert.NoError(t, err) {
+									return
+								}
+								got = append(got, id)
+							}
+							mu.Lock()
+							ids = append(ids, got...)
+							mu.Unlock()
+						})
+					}
+					wg.Wait()
+				})
+			}()
+			select {
+			case <-ended:
+			case <-time.After(time.Minute):
+				t.Fatal("the calls did not end within a minute of real time: a wait keeps the bubble's virtual time still")
+			}
+			seen := make(map[ID]bool, len(ids))
+			for _, id := range ids {
+				require.Falsef(t, seen[id], "ID %d issued twice", id)
+				seen[id] = true
+			}
+			assert.Len(t, ids, 3*4096/tc.callers*tc.callers, "every call returned an ID")
+		})
+	}
+}
+
+// layoutOf is the default split with tick, from an epoch before the
+// bubble's time, which starts in 2000.
+func layoutOf(tick time.Duration) Layout {
+	return Layout{TimeBits: 41, MachineBits: 10, SequenceBits: 12, Tick: tick, Epoch: time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)}
 }

@@ -6,7 +6,23 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/holderseed"
 )
+
+// jitterSource is the source of a Holder's jitter that internal/holderseed
+// sets, for a simulation that replays its seeds.
+type jitterSource = rand.Rand
+
+func init() {
+	holderseed.Register(func(src any, seed uint64) bool {
+		h, ok := src.(*Holder)
+		if ok {
+			h.seeded.Store(rand.New(rand.NewPCG(seed, seed)))
+		}
+		return ok
+	})
+}
 
 // awaitFree takes a lease once one frees, for MachineID, whose first take
 // found every ID held (err): it tries again, backing off with jitter from
@@ -23,7 +39,7 @@ func (h *Holder) awaitFree(ctx context.Context, s *session, deadline time.Time, 
 	step := h.cfg.ttl / 10
 	reserve := min(h.cfg.callTimeout/2, 250*time.Millisecond) // for the last take
 	for {
-		wait := min(jitter(step), time.Until(deadline)-reserve)
+		wait := min(h.jitter(step), time.Until(deadline)-reserve)
 		if wait <= 0 {
 			return fmt.Errorf("%w; waited %v for one to free", err, time.Since(start).Round(time.Millisecond))
 		}
@@ -51,10 +67,14 @@ func (h *Holder) awaitFree(ctx context.Context, s *session, deadline time.Time, 
 }
 
 // jitter returns a duration drawn evenly from d/2 to d, so that newcomers
-// that found the range full together do not ask again together.
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
+// that found the range full together do not ask again together. The
+// caller holds h.turn.
+func (h *Holder) jitter(d time.Duration) time.Duration {
+	switch r := h.seeded.Load(); {
+	case d <= 1:
 		return d
+	case r != nil:
+		return d/2 + time.Duration(r.Int64N(int64(d/2)))
 	}
 	return d/2 + rand.N(d/2)
 }

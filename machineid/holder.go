@@ -31,6 +31,7 @@ type Holder struct {
 	name    string                           // written once by NewHolder
 	clocked bool                             // the store's Take reports a reference clock (Limits.Clock); written once by NewHolder
 	clock   atomic.Pointer[func() time.Time] // the marks' clock; nil means time.Now. Set by holderclock
+	seeded  atomic.Pointer[jitterSource]     // the jitter's source; nil means math/rand/v2's. Set by holderseed, used under turn
 
 	// turn serializes the calls to the store, so that a token never has
 	// two in flight and the release comes after the last of them. It is a

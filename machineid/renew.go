@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/mutant"
 )
 
 // The lease's life, as the Holder judges it. A call sent at t that the
@@ -124,6 +126,9 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 	h.mu.Unlock()
 	sent := time.Now()
 	c := h.claim(s)
+	if mutant.On(mutant.MarkBeforeStore) {
+		h.confirm(s, Grant{ID: id, Until: c.Until}, sent, false, ClockOffset{})
+	}
 	var g Grant
 	err := h.call(ctx, s, h.cfg.callTimeout, fmt.Sprintf("renewing machine ID %d", id), func(ctx context.Context) (err error) {
 		g, err = h.store.Renew(ctx, c, id)
@@ -188,6 +193,14 @@ func (h *Holder) explain(ctx context.Context, timeout time.Duration, doing strin
 // offset if it measured none.
 func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off ClockOffset) {
 	deadline := sent.Add(h.cfg.ttl - h.cfg.margin)
+	switch {
+	case mutant.On(mutant.NoMargin):
+		deadline = sent.Add(h.cfg.ttl)
+	case mutant.On(mutant.AnswerDeadline):
+		deadline = time.Now().Add(h.cfg.ttl - h.cfg.margin)
+	case mutant.On(mutant.WallExpiry):
+		deadline = time.Now().Add(g.Until.Add(-h.cfg.margin).Sub(h.now()))
+	}
 	h.mu.Lock()
 	if h.sess != s {
 		h.mu.Unlock()
@@ -265,10 +278,18 @@ func (h *Holder) lapsed(id int64, cause error) error {
 // no longer be proven, since the store may let it go from then on (less
 // the margin), so watchers must stop issuing.
 func (h *Holder) expire() {
+	var wall time.Time
+	if mutant.On(mutant.WallExpiry) {
+		wall = h.now()
+	}
 	h.mu.Lock()
 	changed := false
 	if h.lease.Held {
-		if left := time.Until(h.deadline); left > 0 {
+		left := time.Until(h.deadline)
+		if mutant.On(mutant.WallExpiry) {
+			left = h.lease.Until.Add(-h.cfg.margin).Sub(wall)
+		}
+		if left > 0 {
 			h.expiry.Reset(left)
 		} else {
 			next := h.lease

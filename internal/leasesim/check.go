@@ -1,0 +1,287 @@
+package leasesim
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// The invariants the checker holds a world to, at every step. Each failure
+// names one.
+const (
+	invUnique    = "unique"        // an ID was issued twice
+	invOverlap   = "overlap"       // two generators' holdings of one machine ID issued overlapping ticks
+	invFloor     = "floor"         // a tick at or below the mark every holding of its machine ID inherited
+	invPastMark  = "past-mark"     // a tick past the mark the store recorded for its holding
+	invReleased  = "released-mark" // a tick past the mark a release brought its holding down to
+	invMarkBack  = "mark-back"     // a mark went backwards: a holding inherited less than the store recorded before, or its Holder reported less than before
+	invExclusive = "exclusive"     // the store granted an ID that another generator still reported held
+	invBound     = "bound"         // a call waited past its bound
+	invLive      = "released-live" // a generator's call saw its lease released: the lease went before the generator stopped
+	invTyped     = "typed"         // a call failed with an error that is not the package's
+)
+
+// slack is what a bound allows past itself, in virtual time, where timers
+// fire on time.
+const slack = time.Millisecond
+
+// holding is one stretch of a token's lease on one machine ID, from the
+// store's grant to the token's release or loss, as the store recorded it,
+// with what its generator issued.
+type holding struct {
+	inc   *incarnation
+	id    int64
+	token string
+	after time.Time // the mark it inherited, as the Holder was told
+	until time.Time // the latest mark the store recorded for it
+	epoch int       // the store's epoch when it last wrote it
+	freed bool      // a release may have brought the mark down, to free
+	free  time.Time
+	first int64 // the ticks it issued, or -1
+	last  int64
+}
+
+// checker holds a world to the invariants. The store calls it as it acts,
+// under its lock, and the issuers with what they got. Safe for concurrent
+// use.
+type checker struct {
+	w *world
+
+	mu      sync.Mutex // protects the fields below
+	print   uint64     // a fingerprint of the IDs in the order they were recorded
+	ids     map[ringflake.ID]*incarnation
+	byID    map[int64][]*holding // every holding of each machine ID, oldest first
+	incs    []*incarnation
+	failure *Failure
+}
+
+// Failure is the first invariant a world broke: which, when in virtual
+// time, and how.
+type Failure struct {
+	Invariant string
+	At        time.Duration // virtual time since the world began
+	Detail    string
+}
+
+func (f *Failure) String() string {
+	return fmt.Sprintf("invariant=%s at=%.6fs: %s", f.Invariant, f.At.Seconds(), f.Detail)
+}
+
+func newChecker(w *world) *checker {
+	return &checker{w: w, ids: map[ringflake.ID]*incarnation{}, byID: map[int64][]*holding{}}
+}
+
+// failLocked records the first failure and stops the world. The caller
+// holds mu.
+func (k *checker) failLocked(inv, format string, a ...any) {
+	if k.failure != nil {
+		return
+	}
+	k.failure = &Failure{Invariant: inv, At: time.Since(k.w.start), Detail: fmt.Sprintf(format, a...)}
+	k.w.log.add("check", "FAIL %s", k.failure)
+	k.w.halt()
+}
+
+// fail is failLocked for a caller that does not hold mu.
+func (k *checker) fail(inv, format string, a ...any) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.failLocked(inv, format, a...)
+}
+
+// failed returns the first failure, or nil.
+func (k *checker) failed() *Failure {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.failure
+}
+
+// add registers a generator's incarnation.
+func (k *checker) add(inc *incarnation) {
+	k.mu.Lock()
+	k.incs = append(k.incs, inc)
+	k.mu.Unlock()
+}
+
+// grant starts inc's holding of id for token, which inherits after. The
+// Leaser's first promise is checked here: no other generator may still
+// report id held under a holding the store remembers.
+func (k *checker) grant(inc *incarnation, id int64, token string, after time.Time, epoch int) *holding {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	h := &holding{inc: inc, id: id, token: token, after: after, epoch: epoch, first: -1, last: -1}
+	for _, o := range k.byID[id] {
+		// The store's third promise: what it recorded for the ID before
+		// is inherited, or what a release brought it down to. A store
+		// that forgot it in a restart owes only its restart floor, which
+		// the ticks themselves are checked against.
+		mark := o.until
+		if o.freed {
+			mark = o.free
+		}
+		if o.epoch == epoch && after.Before(mark) {
+			k.failLocked(invMarkBack, "%s inherited machine ID %d with mark %s, below the %s the store recorded for %s",
+				inc, id, k.w.at(after), k.w.at(mark), o.inc)
+		}
+	}
+	for _, o := range k.incs {
+		if o == inc || o.g == nil {
+			continue
+		}
+		l := o.g.Lease()
+		if !l.Held || l.ID != id {
+			continue
+		}
+		if last := k.latest(o, id); last != nil && last.epoch == epoch {
+			k.failLocked(invExclusive, "the store granted machine ID %d to %s while %s still reported it held (after %s, until %s)",
+				id, inc, o, k.w.at(l.After), k.w.at(l.Until))
+		}
+	}
+	k.byID[id] = append(k.byID[id], h)
+	return h
+}
+
+// latest returns inc's latest holding of id, or nil. The caller holds mu.
+func (k *checker) latest(inc *incarnation, id int64) *holding {
+	hs := k.byID[id]
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].inc == inc {
+			return hs[i]
+		}
+	}
+	return nil
+}
+
+// holdingOf returns token's latest holding of id, or nil.
+func (k *checker) holdingOf(token string, id int64) *holding {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	hs := k.byID[id]
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].token == token {
+			return hs[i]
+		}
+	}
+	return nil
+}
+
+// recorded notes that the store recorded until as h's mark.
+func (k *checker) recorded(h *holding, until time.Time, epoch int) {
+	if h == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	h.until = later(h.until, until)
+	h.epoch = epoch
+}
+
+// released notes the release of h, which left its mark at mark; lowered
+// says whether the release may have brought it down. No tick h issued may
+// be past it, now or later.
+func (k *checker) released(h *holding, mark time.Time, lowered bool) {
+	if h == nil || !lowered {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	h.freed, h.free = true, mark
+	if h.last > k.w.tickOf(mark) {
+		k.failLocked(invReleased, "the release of %s brought machine ID %d's mark down to %s, below tick %d it issued",
+			h.inc, h.id, k.w.at(mark), h.last)
+	}
+}
+
+// issued checks the IDs inc's generator returned.
+func (k *checker) issued(inc *incarnation, ids []ringflake.ID) {
+	if len(ids) == 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, id := range ids {
+		if o, dup := k.ids[id]; dup {
+			k.failLocked(invUnique, "ID %d (tick %d, machine %d) issued by %s and %s", id, k.w.ticksOf(id), k.w.machineOf(id), o, inc)
+			return
+		}
+		k.ids[id] = inc
+		k.print = (k.print ^ uint64(id)) * 1099511628211 // FNV-1a's step, a word at a time
+		k.place(inc, id)
+	}
+}
+
+// place attributes id to the holding of its machine ID by inc that it was
+// issued under, the latest whose inherited mark is below its tick, and
+// checks it against that holding's marks and the other generators'
+// holdings. The caller holds mu.
+func (k *checker) place(inc *incarnation, id ringflake.ID) {
+	t, m := k.w.ticksOf(id), k.w.machineOf(id)
+	var h *holding
+	hs := k.byID[m]
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].inc == inc && k.w.tickOf(hs[i].after) < t {
+			h = hs[i]
+			break
+		}
+	}
+	switch {
+	case h == nil:
+		k.failLocked(invFloor, "%s issued tick %d with machine ID %d, at or below the mark each of its holdings of it inherited", inc, t, m)
+		return
+	case t > k.w.tickOf(h.until):
+		k.failLocked(invPastMark, "%s issued tick %d with machine ID %d, past the mark %s (tick %d) the store recorded for it", inc, t, m, k.w.at(h.until), k.w.tickOf(h.until))
+		return
+	case h.freed && t > k.w.tickOf(h.free):
+		k.failLocked(invReleased, "%s issued tick %d with machine ID %d, past the mark %s (tick %d) its release left", inc, t, m, k.w.at(h.free), k.w.tickOf(h.free))
+		return
+	}
+	if h.first >= 0 && t >= h.first && t <= h.last {
+		return
+	}
+	if h.first < 0 || t < h.first {
+		h.first = t
+	}
+	h.last = max(h.last, t)
+	for _, o := range hs {
+		if o.inc != inc && o.first >= 0 && o.first <= h.last && h.first <= o.last {
+			k.failLocked(invOverlap, "machine ID %d: %s issued ticks %d..%d (after %s), %s issued ticks %d..%d (after %s)",
+				m, inc, h.first, h.last, k.w.at(h.after), o.inc, o.first, o.last, k.w.at(o.after))
+			return
+		}
+	}
+}
+
+// leaseSeen checks a lease a Holder reported against the one it reported
+// before: within one holding, the confirmed mark never goes back.
+func (k *checker) leaseSeen(p *proc, prev, l machineid.Lease) {
+	if prev.Held && l.Held && prev.ID == l.ID && prev.After.Equal(l.After) && l.Until.Before(prev.Until) {
+		k.fail(invMarkBack, "%s's Holder reported machine ID %d's mark back from %s to %s", p.name(), l.ID, k.w.at(prev.Until), k.w.at(l.Until))
+	}
+}
+
+// callError checks an error a generator's NextID or NextN returned: the
+// package's own, and never the lease's release. Close stops the generator
+// before it releases the lease, and New lets no other generator use a
+// Leaser that it releases, so a call sees ErrClosed, never a lease
+// released under it.
+func (k *checker) callError(inc *incarnation, err error) {
+	var ce *ringflake.ClockError
+	switch {
+	case errors.Is(err, machineid.ErrReleased):
+		k.fail(invLive, "%s failed with its lease released (closing: %v): %v", inc, inc.closing.Load(), err)
+	case !errors.As(err, &ce) && !errors.Is(err, ringflake.ErrClosed):
+		k.fail(invTyped, "%s failed with %T, neither a *ClockError nor ErrClosed: %v", inc, err, err)
+	}
+}
+
+// bound checks that a call that took took (its process's pauses taken
+// out) stayed within limit.
+func (k *checker) bound(inc *incarnation, what string, took, limit time.Duration) {
+	if took > limit+slack {
+		k.fail(invBound, "%s: %s took %v, past its bound of %v", inc, what, took, limit)
+	}
+}

@@ -1,0 +1,81 @@
+// Package leasesim is a seeded simulation of the lease engine: the real
+// machineid.Holder over an in-memory store, each Holder feeding a real
+// ringflake.Generator whose issuers call NextID and NextN, with the faults
+// of clocks and store, all drawn from one seed and run in virtual time
+// (testing/synctest), so that a failing seed replays.
+//
+// A world has a store of one kind (Redis without persistence, etcd,
+// PostgreSQL, Kubernetes Leases: what a restart forgets, who judges
+// expiry, whether reads may be stale) and a few hosts. On each, processes
+// come and go: a Holder, generators made with New one after another, each
+// issuing for a while and then closed, or crashed. The faults:
+//
+//   - clocks: offsets, steps back shorter and longer than the ring, steps
+//     forward; pauses longer than the TTL, in a clock reading;
+//   - the store's clock at a rate that differs from the holders' within the
+//     safety margin;
+//   - store calls: delays, a loss before the store acts or of its answer
+//     after (an unknown outcome), calls stuck past their context;
+//   - store restarts, which forget what that kind of store forgets, and
+//     stale reads where the kind allows them; partitions.
+//
+// A checker fed by the issuers and by the store as it writes holds the world
+// to its invariants at every step (check.go): unique IDs; on one machine ID,
+// no two generators' holdings issue overlapping ticks; no tick at or below
+// a holding's inherited mark, nor past the mark the store recorded for it,
+// nor past the mark its release left; a holding's confirmed mark never goes
+// back; the store never grants an ID that another generator still reports
+// held; no call waits past its bound; an open generator never sees its
+// lease released; calls fail with the package's errors only.
+//
+// scripts/leasesim runs it; Mutants are broken engines it must catch.
+package leasesim
+
+import (
+	"io"
+
+	"github.com/ringflake/ringflake/internal/mutant"
+)
+
+// Result is what came of one seed.
+type Result struct {
+	// Failure is the first invariant broken, or nil.
+	Failure *Failure
+	// Params describes the world.
+	Params string
+	// IDs is how many IDs the world's generators issued, and Print a
+	// fingerprint of them in the order they were issued: two runs of a
+	// seed that went the same way have the same.
+	IDs   int
+	Print uint64
+	// Log writes the latest events (all of them, verbose).
+	Log func(io.Writer)
+}
+
+// Run runs the world of seed, with the mutant name switched on ("" for
+// none), and returns what came of it. It must run inside a synctest bubble
+// of its own, after Switch.
+func Run(seed uint64, name string, verbose bool) Result {
+	w := newWorld(seed, name, verbose)
+	f := w.run()
+	w.chk.mu.Lock()
+	n, print := len(w.chk.ids), w.chk.print
+	w.chk.mu.Unlock()
+	return Result{Failure: f, Params: w.p.String(), IDs: n, Print: print, Log: w.log.write}
+}
+
+// Switch switches the mutant name on for the process, "" for none, and
+// reports whether it can: an engine mutant needs the build tag
+// ringflake_mutant.
+func Switch(name string) bool {
+	m, ok := lookup(name)
+	switch {
+	case name == "":
+		return mutant.Set("")
+	case !ok:
+		return false
+	case m.Engine:
+		return mutant.Set(name)
+	}
+	return mutant.Set("")
+}

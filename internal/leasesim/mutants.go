@@ -1,0 +1,34 @@
+package leasesim
+
+import "github.com/ringflake/ringflake/internal/mutant"
+
+// Mutant is a deliberately broken variant of the engine that the
+// simulation must catch.
+type Mutant struct {
+	Name   string
+	Engine bool   // in the engine, switched on through package mutant; else in the simulated store
+	Breaks string // what it breaks, and what catches it
+}
+
+// Mutants are the mutants, each of which the simulation catches within
+// 2,000 seeds.
+var Mutants = []Mutant{
+	{mutant.NoFloor, true, "ringflake: the mark a lease inherited is ignored: New does not wait for it, nor do calls refuse ticks at or below it. A handover after a release or a clock behind repeats the previous holder's ticks (overlap, floor)."},
+	{mutant.MarkBeforeStore, true, "machineid: a renewal reports its proposed mark before the store records it, so a clock stepped forward issues past a mark the store may never record (past-mark)."},
+	{mutant.WallExpiry, true, "machineid: the lease's deadline is judged on the wall clock (the mark minus the margin) rather than the monotonic one: a clock stepped back keeps a lease held past its expiry in the store (exclusive)."},
+	{mutant.NoMargin, true, "machineid: the lease is vouched for until the send time plus the whole TTL, without the safety margin: a store whose clock runs faster than the holder's (within what the margin covers) lets it go while it is still held (exclusive)."},
+	{mutant.AnswerDeadline, true, "machineid: a lease's life is counted from the store's answer, not from the call's sending: a slow answer keeps it held past its expiry in the store (exclusive)."},
+	{mutant.ReleaseBeforeStop, true, "ringflake: Close frees the lease before it stops the generator. The Holder tells the generator of the release before it frees the ID, so no ID repeats; calls still running see their lease released rather than the generator closed (released-live)."},
+	{mutant.RingForgets, true, "ringflake: after a step back longer than the ring, a slot of a later tick is started afresh instead of continued, so the later tick's IDs come round again (unique)."},
+	{storeMutantName, false, "the simulated store's Renew does not check the token, as every real store's renewal does (Redis's script, etcd's and PostgreSQL's compares, Kubernetes' holder): it shows that the checks catch a store that breaks the contract machineid.Store states, which the engine trusts (overlap, unique)."},
+}
+
+// lookup returns the mutant name, and whether there is one.
+func lookup(name string) (Mutant, bool) {
+	for _, m := range Mutants {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Mutant{}, false
+}

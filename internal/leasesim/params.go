@@ -1,0 +1,156 @@
+package leasesim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ringflake/ringflake"
+)
+
+// kind is what sets one store apart from another in the simulation: what a
+// restart forgets, who judges a lease's expiry, and whether reads may be
+// stale.
+type kind struct {
+	name string
+	// forgets: a restart loses every lease and mark (Redis without
+	// persistence), and takes in the window after it inherit the restart
+	// floor; marks are capped at the TTL plus the clock bound past the
+	// server's time, which the floor covers; as machineid_redis does both.
+	forgets bool
+	// observed: expiry is judged by the contender, on its own monotonic
+	// clock, from when it first saw a record unchanged (Kubernetes Leases,
+	// as machineid_k8s does); otherwise by the store's clock (a server's
+	// TTL, a database's clock).
+	observed bool
+	// stale: a take may read a snapshot up to staleFor old (etcd's
+	// serializable reads, a Kubernetes cache), and its write compares the
+	// record's version with the snapshot's, reading again if it moved.
+	stale bool
+	// extends: a restart gives every live lease a whole TTL again (etcd's
+	// leases under a new leader).
+	extends bool
+}
+
+var kinds = []kind{
+	{name: "redis", forgets: true},
+	{name: "etcd", stale: true, extends: true},
+	{name: "postgres"},
+	{name: "k8s", observed: true, stale: true},
+}
+
+// params are a world's settings, all drawn from its seed.
+type params struct {
+	kind     kind
+	layout   ringflake.Layout
+	ttl      time.Duration
+	margin   time.Duration // the Holder's, after defaults
+	call     time.Duration // the call timeout, after defaults
+	optMarg  time.Duration // WithSafetyMargin's argument (0: the default)
+	optCall  time.Duration // WithCallTimeout's argument (0: the default)
+	lo, hi   int64
+	procs    int
+	ring     int
+	maxWait  time.Duration // WithMaxWait's argument
+	wait     time.Duration // the MaxWait it means
+	optOff   time.Duration // WithMaxClockOffset's argument
+	bound    time.Duration // the clock bound it means, -1 for none
+	rate     float64       // the store's clock (or a k8s observer's) against the holders' monotonic clocks
+	offsets  time.Duration // the largest clock offset, either way
+	steps    bool          // clocks step back and forth
+	pauses   bool          // processes pause
+	restarts time.Duration // mean time between store restarts; 0 for none
+	cuts     bool          // hosts are cut off from the store now and then
+	slow     float64       // chance that a store call is slow
+	lossy    float64       // chance of each loss of a call
+	stuck    float64       // chance that a call ignores its context
+	duration time.Duration
+}
+
+// tick is the layout's tick: 10 ms, so that a TTL of a second or two is a
+// few hundred ticks and the ring a few dozen.
+const tick = 10 * time.Millisecond
+
+// draw returns the settings of the world of seed.
+func draw(seed uint64) params {
+	r := rand.New(rand.NewPCG(seed, 0x6c65617365))
+	p := params{kind: kinds[r.IntN(len(kinds))], duration: 20 * time.Second}
+	p.ttl = []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second, 3 * time.Second}[r.IntN(4)]
+	if r.IntN(2) == 0 {
+		p.optMarg = between(r, p.ttl/10, p.ttl/3)
+	}
+	if r.IntN(2) == 0 {
+		p.optCall = between(r, p.ttl/10, p.ttl/3)
+	}
+	p.margin, p.call = p.optMarg, p.optCall
+	if p.margin == 0 {
+		p.margin = p.ttl / 5
+	}
+	if p.call == 0 {
+		p.call = min(p.ttl/3, 2*time.Second)
+	}
+	p.procs = 2 + r.IntN(3)
+	p.lo = int64(r.IntN(3))
+	p.hi = p.lo + int64(r.IntN(3))
+	p.ring = []int{4, 8, 16, 32}[r.IntN(4)]
+	p.maxWait = []time.Duration{0, 20 * time.Millisecond, 300 * time.Millisecond, -1}[r.IntN(4)]
+	switch {
+	case p.maxWait == 0:
+		p.wait = 100 * time.Millisecond
+	case p.maxWait > 0:
+		p.wait = p.maxWait
+	}
+	// The rate stays within what the margin covers: a lease the store
+	// confirms for a call sent at t lasts until t + TTL/rate at the
+	// earliest, past the Holder's deadline t + TTL − margin. An observer
+	// waits TTL + margin, so it may run faster.
+	top := float64(p.ttl) / float64(p.ttl-p.margin)
+	if p.kind.observed {
+		top = float64(p.ttl+p.margin) / float64(p.ttl-p.margin)
+	}
+	p.rate = 0.8 + r.Float64()*(1+0.9*(top-1)-0.8)
+	p.optOff = []time.Duration{0, 500 * time.Millisecond, 5 * time.Second, -1}[r.IntN(4)]
+	switch {
+	case p.optOff == 0:
+		p.bound = 2 * time.Second
+	case p.optOff > 0:
+		p.bound = p.optOff
+	default:
+		p.bound = -1
+	}
+	if p.kind.forgets {
+		// The restart floor covers holders whose clocks are within the
+		// bound of the server's (the margin, with the check off): offsets
+		// and steps stay within it.
+		p.offsets = p.bound
+		if p.bound < 0 {
+			p.offsets = p.margin
+		}
+	} else {
+		p.offsets = []time.Duration{0, 300 * time.Millisecond, 2 * time.Second}[r.IntN(3)]
+	}
+	p.steps = r.IntN(4) != 0
+	p.pauses = r.IntN(3) == 0
+	if r.IntN(2) == 0 {
+		p.restarts = between(r, 3*time.Second, 10*time.Second)
+	}
+	p.cuts = r.IntN(2) == 0
+	p.slow = []float64{0.01, 0.05, 0.2}[r.IntN(3)]
+	p.lossy = []float64{0, 0.02, 0.08}[r.IntN(3)]
+	p.stuck = []float64{0, 0.01, 0.05}[r.IntN(3)]
+	p.layout = ringflake.Layout{TimeBits: 56, MachineBits: 3, SequenceBits: 4, Tick: tick}
+	return p
+}
+
+// between returns a duration drawn evenly from lo..hi.
+func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(r.Int64N(int64(hi-lo)))
+}
+
+func (p params) String() string {
+	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f",
+		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck)
+}

@@ -1,0 +1,347 @@
+package leasesim
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// server is the in-memory store every Holder of a world leases from, through
+// a client of its own. Per machine ID it keeps a record: the token holding
+// it and until when (on the store's clock, which runs at the world's rate
+// against the holders' monotonic clocks), the ID's mark, the mark the token
+// inherited, and a version that every write moves on. It keeps the
+// promises of machineid.Store as its kind's real store does (see kind),
+// and tells the checker of every write as it makes it.
+type server struct {
+	w *world
+	k kind
+
+	calls sync.WaitGroup // the calls in flight
+
+	mu        sync.Mutex // protects the fields below
+	recs      []record   // by machine ID
+	hist      [][]record // by machine ID, the latest versions, for stale reads
+	version   int64      // the latest version written
+	epoch     int        // restarts that forgot everything so far
+	restarted time.Duration
+	down      bool
+}
+
+// record is one machine ID's state in the store.
+type record struct {
+	token   string        // the lease's holder; "" when free
+	expires time.Duration // the lease ends here on the store's clock (kinds that judge expiry themselves)
+	mark    time.Time     // the latest time any holder may have issued; zero if none
+	after   time.Time     // the mark token inherited
+	version int64
+	at      time.Time // when it was written, in virtual time
+	hold    *holding  // the checker's view of token's holding; nil when free
+}
+
+// histDepth is how many versions of a record a stale read can go back.
+const histDepth = 8
+
+var (
+	errDown       = errors.New("leasesim: the store is restarting")
+	errCut        = errors.New("leasesim: no route to the store")
+	errLostBefore = errors.New("leasesim: the connection broke before the call reached the store")
+	errLostAfter  = errors.New("leasesim: the connection broke before the store's answer came")
+)
+
+func newServer(w *world) *server {
+	s := &server{w: w, k: w.p.kind, recs: make([]record, 8), hist: make([][]record, 8)}
+	// A fresh Redis has just started: its restart floor applies for the
+	// first TTL + the clock bound.
+	s.restarted = s.clock()
+	return s
+}
+
+// clock reads the store's clock: time since the world began, at the
+// world's rate.
+func (s *server) clock() time.Duration {
+	return time.Duration(float64(time.Since(s.w.start)) * s.w.p.rate)
+}
+
+// alive reports whether r is a lease the store still counts as held. An
+// observed kind's store judges nothing: a contender does (client.free).
+func (s *server) alive(r *record) bool {
+	return r.token != "" && (s.k.observed || s.clock() < r.expires)
+}
+
+// write stores r as id's record, with a new version.
+func (s *server) write(id int64, r record) {
+	s.version++
+	r.version, r.at = s.version, time.Now()
+	s.recs[id] = r
+	h := append(s.hist[id], r)
+	if len(h) > histDepth {
+		h = h[1:]
+	}
+	s.hist[id] = h
+}
+
+// view returns the records of lo..hi as a read stale by up to stale sees
+// them: each one's latest version written at least stale ago, or the
+// oldest one kept.
+func (s *server) view(lo, hi int64, stale time.Duration) []record {
+	v := make([]record, hi-lo+1)
+	cut := time.Now().Add(-stale)
+	for id := lo; id <= hi; id++ {
+		v[id-lo] = s.recs[id]
+		if stale <= 0 {
+			continue
+		}
+		for i := len(s.hist[id]) - 1; i >= 0; i-- {
+			v[id-lo] = s.hist[id][i]
+			if !s.hist[id][i].at.After(cut) {
+				break
+			}
+		}
+	}
+	return v
+}
+
+// take is the store's side of a Take by cl: the ID the token holds, else
+// the lowest free one whose mark is behind the caller's clock, else the
+// free one with the lowest mark (as machineid_redis and machineid_k8s
+// choose). A store that forgets gives every ID at least its restart floor.
+func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machineid.Grant, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return machineid.Grant{}, errDown
+	}
+	for id := c.Lo; id <= c.Hi; id++ {
+		if r := &s.recs[id]; r.token == c.Token && s.alive(r) {
+			return s.grant(cl, c, id, r.after, false), nil
+		}
+	}
+	floor := s.floor(c)
+	for {
+		v := s.view(c.Lo, c.Hi, stale)
+		if s.k.observed {
+			cl.survey(c, v)
+		}
+		id, after, ok := s.pick(cl, c, v, c.Now, floor)
+		if !ok {
+			return machineid.Grant{}, fmt.Errorf("%w: every ID in %d..%d is held", machineid.ErrExhausted, c.Lo, c.Hi)
+		}
+		if v[id-c.Lo].version != s.recs[id].version {
+			// The write compares the version read: a stale read moved
+			// first by someone else is read again, fresh.
+			cl.w.log.add(cl.p.name(), "store: take of machine ID %d read a stale version; reading again", id)
+			stale = 0
+			continue
+		}
+		return s.grant(cl, c, id, after, true), nil
+	}
+}
+
+// pick chooses the ID to take from the records v of c's range.
+func (s *server) pick(cl *client, c machineid.Claim, v []record, now, floor time.Time) (int64, time.Time, bool) {
+	best, bestMark := int64(-1), time.Time{}
+	for id := c.Lo; id <= c.Hi; id++ {
+		r := &v[id-c.Lo]
+		if s.k.observed && r.token != "" && !cl.free(id, r, c) || !s.k.observed && s.alive(r) {
+			continue
+		}
+		m := later(r.mark, floor)
+		if m.Before(now) {
+			return id, m, true
+		}
+		if best < 0 || m.Before(bestMark) {
+			best, bestMark = id, m
+		}
+	}
+	return best, bestMark, best >= 0
+}
+
+// grant gives id to c's token, raising its mark to c's Until (if any, and
+// capped as the store caps it); a fresh grant starts a holding that
+// inherits after.
+func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time, fresh bool) machineid.Grant {
+	r := s.recs[id]
+	if fresh {
+		r.token, r.after = c.Token, after
+		r.hold = s.w.chk.grant(cl.incOf(c.Token), id, c.Token, after, s.epoch)
+	}
+	r.mark = later(r.mark, s.capped(c.Until, c))
+	r.expires = s.clock() + c.TTL
+	s.write(id, r)
+	s.w.chk.recorded(r.hold, r.mark, s.epoch)
+	what := "grants again"
+	if fresh {
+		what = "grants"
+	}
+	s.w.log.add(cl.p.name(), "store: %s machine ID %d to token %s: after %s, until %s", what, id, short(c.Token), s.w.at(r.after), s.w.at(r.mark))
+	return machineid.Grant{ID: id, After: r.after, Until: r.mark, Clock: s.reading()}
+}
+
+// renew is the store's side of a Renew.
+func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return machineid.Grant{}, errDown
+	}
+	r := s.recs[id]
+	if r.token != c.Token || !s.alive(&r) {
+		if !s.w.mutantOn(storeMutantName) || r.token == "" {
+			return machineid.Grant{}, fmt.Errorf("%w: machine ID %d has another holder or none", machineid.ErrLeaseLost, id)
+		}
+		// The mutant: the renewal does not check its token, and takes
+		// the lease back from whoever holds it.
+		r.token, r.hold = c.Token, s.w.chk.holdingOf(c.Token, id)
+	}
+	r.mark = later(r.mark, s.capped(c.Until, c))
+	r.expires = s.clock() + c.TTL
+	s.write(id, r)
+	s.w.chk.recorded(r.hold, r.mark, s.epoch)
+	s.w.log.add(cl.p.name(), "store: renews machine ID %d for token %s: until %s", id, short(c.Token), s.w.at(r.mark))
+	return machineid.Grant{ID: id, Until: r.mark, Clock: s.reading()}, nil
+}
+
+// release is the store's side of a Release: it frees what the token holds,
+// id or, for -1, whatever it holds, and brings the mark of id down to
+// issued, never below the mark the token inherited; or raises it to
+// issued, if that is later, as machineid_redis does (capped as it caps
+// marks; machineid_etcd and machineid_k8s write issued as it is). The
+// Holder folds the inherited mark into issued, and a mark inherited from
+// Redis's restart floor is later than the ID's own, which a holding that
+// took without a mark and never renewed leaves as it was: the raise keeps
+// the floor past the window. (machineid_postgres never raises; a store
+// that does not forget has no floor, so there issued is past the mark only
+// for a holder that issued past it, which the checker catches at the tick.)
+func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errDown
+	}
+	for rid := c.Lo; rid <= c.Hi; rid++ {
+		r := s.recs[rid]
+		if r.token != c.Token || id >= 0 && rid != id {
+			continue
+		}
+		mark := r.mark
+		if !issued.IsZero() && id >= 0 {
+			switch low := later(issued, r.after); {
+			case low.Before(mark):
+				mark = low
+			case issued.After(mark):
+				mark = later(mark, s.capped(issued, c))
+			}
+		}
+		s.w.chk.released(r.hold, mark, !issued.IsZero() && id >= 0)
+		s.w.log.add(cl.p.name(), "store: frees machine ID %d of token %s: mark %s (was %s)", rid, short(c.Token), s.w.at(mark), s.w.at(r.mark))
+		r.token, r.hold, r.after, r.mark = "", nil, time.Time{}, mark
+		s.write(rid, r)
+	}
+	return nil
+}
+
+// wall reads the store's wall clock: the true time. (Its rate is that of
+// clock, but over a world's 20 s the two part by less than a second.)
+func (s *server) wall() time.Time { return s.w.base.Add(time.Since(s.w.start)) }
+
+// reading is the store's reading of its clock, which a Holder checks its
+// own against; a Kubernetes API server stamps its answers in whole seconds.
+func (s *server) reading() machineid.Reading {
+	if s.k.observed {
+		return machineid.Reading{Source: "the store's clock (whole seconds)", Time: s.wall().Truncate(time.Second), Within: time.Second}
+	}
+	return machineid.Reading{Source: "the store's clock", Time: s.wall()}
+}
+
+// window is how long after a restart a store that forgets gives every ID
+// its restart floor, as machineid_redis does: the TTL plus how far past
+// the server's time a mark may be set (the holders' bound on their clocks'
+// offset, or, with the check off, the safety margin).
+func window(c machineid.Claim) time.Duration {
+	if c.MaxOffset < 0 {
+		return c.TTL + c.Margin
+	}
+	return c.TTL + c.MaxOffset
+}
+
+// capped returns until, for a store that forgets, no later than the TTL
+// plus the clock bound past the server's time, as machineid_redis caps its
+// marks so that its restart floor covers them; the zero Time (a take that
+// raises no mark) stays zero.
+func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
+	if !s.k.forgets || c.MaxOffset < 0 || until.IsZero() {
+		return until
+	}
+	if top := s.wall().Add(c.TTL + c.MaxOffset); until.After(top) {
+		return top
+	}
+	return until
+}
+
+// floor returns, for a store that forgets, the mark every ID is taken to
+// have in the window after a restart, as machineid_redis reads it: the
+// server's time less its uptime plus the window. Redis's uptime_in_seconds
+// is the difference of two whole seconds of its clock, which may read a
+// second high, and the script takes a second off. Zero when none applies.
+func (s *server) floor(c machineid.Claim) time.Time {
+	if !s.k.forgets {
+		return time.Time{}
+	}
+	up := max(s.clock()/time.Second-s.restarted/time.Second-1, 0) * time.Second
+	if up >= window(c) {
+		return time.Time{}
+	}
+	return s.wall().Add(-up + window(c))
+}
+
+// restart takes the store down for d and brings it back: having forgotten
+// everything, for a kind that forgets; with every live lease renewed for a
+// TTL, for a kind that extends them; as it was, otherwise.
+func (s *server) restart(d time.Duration) {
+	s.mu.Lock()
+	s.down = true
+	s.mu.Unlock()
+	s.w.log.add("store", "restarts, down for %v", d)
+	time.Sleep(d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.k.forgets:
+		s.epoch++
+		s.recs = make([]record, len(s.recs))
+		s.hist = make([][]record, len(s.hist))
+		s.restarted = s.clock()
+		s.w.log.add("store", "is back, having forgotten every lease and mark")
+	case s.k.extends:
+		for id := range s.recs {
+			if r := s.recs[id]; s.alive(&r) {
+				r.expires = s.clock() + s.w.p.ttl
+				s.write(int64(id), r)
+			}
+		}
+		s.w.log.add("store", "is back; every live lease runs a whole TTL again")
+	default:
+		s.w.log.add("store", "is back")
+	}
+	s.down = false
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// short abbreviates a token for the log.
+func short(token string) string {
+	if len(token) > 6 {
+		return token[:6]
+	}
+	return token
+}

@@ -1,0 +1,444 @@
+package leasesim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/holderseed"
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// acquireGrace is how long past its context's end New may take (ringflake's
+// acquireGrace): a source that does not honour its context is waited for
+// that long.
+const acquireGrace = 50 * time.Millisecond
+
+// world is one seed's simulation: a store, processes that come and go on
+// their hosts, each making generators over a Holder of the store, with
+// issuers calling them, and the faults of clocks and store, all drawn from
+// the seed and run in virtual time. Run it inside a synctest bubble.
+type world struct {
+	seed   uint64
+	p      params
+	mutant string // the mutant switched on, for the store's own; "" for none
+
+	start time.Time // the bubble's time when the world began
+	base  time.Time // the true wall time then, on the store's clock
+
+	log *eventLog
+	srv *server
+	chk *checker
+
+	procs   []*proc
+	stop    chan struct{} // closed at the end, or at the first failure
+	halting sync.Once
+	wg      sync.WaitGroup // the world's own goroutines
+
+	mu      sync.Mutex // protects holders
+	holders []*machineid.Holder
+}
+
+// storeMutantName is the mutant that lives in the simulated store, not the
+// engine: see mutants.
+const storeMutantName = "renew-no-token"
+
+// newWorld makes the world of seed. It must be called inside the bubble it
+// runs in.
+func newWorld(seed uint64, mutant string, verbose bool) *world {
+	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{})}
+	w.start = time.Now()
+	w.base = w.start.Round(0)
+	w.p.layout.Epoch = w.base.Add(-time.Hour)
+	w.log = &eventLog{start: w.start, verbose: verbose}
+	w.srv = newServer(w)
+	w.chk = newChecker(w)
+	for i := range w.p.procs {
+		p := &proc{w: w, n: i, r: rand.New(rand.NewPCG(seed, uint64(100+i)))}
+		p.clk = &clock{epoch: w.p.layout.Epoch, p: p}
+		p.base = between(p.r, -w.p.offsets, w.p.offsets)
+		p.clk.offset.Store(int64(p.base))
+		w.procs = append(w.procs, p)
+	}
+	return w
+}
+
+// mutantOn reports whether the store's mutant name is switched on.
+func (w *world) mutantOn(name string) bool { return w.mutant == name }
+
+// run runs the world to its end, or to its first failure, and winds it
+// down: every generator closed, every Holder released.
+func (w *world) run() *Failure {
+	w.log.add("world", "seed %d: %s", w.seed, w.p)
+	for _, p := range w.procs {
+		w.goRun(p.run)
+		w.goRun(p.drive)
+	}
+	if w.p.restarts > 0 {
+		w.goRun(w.restarts)
+	}
+	t := time.NewTimer(w.p.duration)
+	select {
+	case <-t.C:
+	case <-w.stop:
+		t.Stop()
+	}
+	w.halt()
+	w.wg.Wait()
+	w.mu.Lock()
+	holders := w.holders
+	w.mu.Unlock()
+	for _, h := range holders {
+		_ = h.Release(time.Time{}) // a crashed process's, or one a failed New left
+	}
+	// Calls stuck past their context, and the releases New left to run in
+	// the background once they end, finish within a few TTLs; the bubble
+	// ends only when every goroutine in it has.
+	time.Sleep(3 * w.p.ttl)
+	w.srv.calls.Wait()
+	return w.chk.failed()
+}
+
+// goRun runs f on a goroutine of the world's.
+func (w *world) goRun(f func()) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		f()
+	}()
+}
+
+// halt stops the world.
+func (w *world) halt() { w.halting.Do(func() { close(w.stop) }) }
+
+// stopping reports whether the world is stopping.
+func (w *world) stopping() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep sleeps d, or until the world stops; it reports whether the world
+// goes on.
+func (w *world) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.stop:
+		return false
+	}
+}
+
+// restarts restarts the store now and then.
+func (w *world) restarts() {
+	r := rand.New(rand.NewPCG(w.seed, 300))
+	for w.sleep(time.Duration(r.ExpFloat64() * float64(w.p.restarts))) {
+		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond))
+	}
+}
+
+// at formats a time on the holders' clocks as its offset from the world's
+// start, for messages; the zero Time is "none".
+func (w *world) at(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return fmt.Sprintf("%+.4fs", t.Sub(w.base).Seconds())
+}
+
+// tickOf returns the tick containing t, -1 for the zero Time.
+func (w *world) tickOf(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	d := t.Sub(w.p.layout.Epoch)
+	if d < 0 {
+		return -1
+	}
+	return int64(d / tick)
+}
+
+// ticks describes the ticks and machine ID of ids, for the log.
+func (w *world) ticks(ids []ringflake.ID) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": ticks %d..%d, machine ID %d", w.ticksOf(ids[0]), w.ticksOf(ids[len(ids)-1]), w.machineOf(ids[0]))
+}
+
+// ticksOf and machineOf decode an ID of the world's layout.
+func (w *world) ticksOf(id ringflake.ID) int64 { return int64(id) >> 7 }
+func (w *world) machineOf(id ringflake.ID) int64 {
+	return int64(id) >> 4 & 7
+}
+
+// proc is one host, where processes come and go: each makes a Holder (or
+// keeps the last), and generators over it one after another.
+type proc struct {
+	w    *world
+	n    int
+	r    *rand.Rand // the process loop's draws
+	clk  *clock
+	base time.Duration // the clock's usual offset
+	cut  atomic.Int64  // the host is cut off from the store until this virtual Unix ns
+
+	holder *machineid.Holder // the process's Holder, nil before the first or after a crash
+	cl     *client           // its client
+	incs   int
+}
+
+func (p *proc) name() string { return fmt.Sprintf("p%d", p.n) }
+
+// incarnation is one generator's life on a proc, from its New to its
+// Close or crash.
+type incarnation struct {
+	p       *proc
+	n       int
+	g       *ringflake.Generator // nil until New returns; written under checker.mu
+	closing atomic.Bool          // Close has begun
+	quit    chan struct{}        // closed to stop the issuers
+	issuers sync.WaitGroup
+}
+
+func (inc *incarnation) String() string { return fmt.Sprintf("p%d/%d", inc.p.n, inc.n) }
+
+// run is the host's life: process after process, each with a generator
+// that issues for a while and then closes or crashes.
+func (p *proc) run() {
+	w := p.w
+	if !w.sleep(between(p.r, 0, time.Second)) {
+		return
+	}
+	for !w.stopping() {
+		if p.holder == nil || p.r.IntN(2) == 0 {
+			p.newHolder()
+		}
+		p.incs++
+		inc := &incarnation{p: p, n: p.incs, quit: make(chan struct{})}
+		w.chk.add(inc)
+		p.cl.setCurrent(inc)
+		if !p.start(inc) {
+			if p.r.IntN(2) == 0 {
+				p.holder = nil // the next process makes its own
+			}
+			w.sleep(between(p.r, 0, 500*time.Millisecond))
+			continue
+		}
+		for range 1 + p.r.IntN(3) {
+			r := rand.New(rand.NewPCG(p.r.Uint64(), p.r.Uint64()))
+			inc.issuers.Add(1)
+			go inc.issue(r)
+		}
+		live := w.sleep(between(p.r, 300*time.Millisecond, 6*time.Second))
+		if live && p.r.IntN(7) == 0 {
+			p.crash(inc)
+		} else {
+			p.close(inc)
+		}
+		w.sleep(between(p.r, 0, time.Second))
+	}
+}
+
+// newHolder starts a new process on the host: a new client and Holder.
+func (p *proc) newHolder() {
+	w := p.w
+	p.cl = newClient(p)
+	opts := []machineid.Option{
+		machineid.WithRange(w.p.lo, w.p.hi), machineid.WithTTL(w.p.ttl),
+		machineid.WithSafetyMargin(w.p.optMarg), machineid.WithCallTimeout(w.p.optCall),
+		machineid.WithMaxClockOffset(w.p.optOff),
+	}
+	// Every kind's store reads its own clock to the Holder but etcd, whose
+	// real store estimates the fleet's from the holders' records.
+	lim := machineid.Limits{Name: "leasesim", Clock: w.p.kind.name != "etcd"}
+	h, err := machineid.NewHolder[struct{}](p.cl, nil, lim, opts...)
+	if err != nil {
+		panic(err) // the parameters are the simulation's own
+	}
+	holderseed.Set(h, p.r.Uint64()) // the jitter of its waits for a free ID
+	var prev machineid.Lease
+	h.Watch(func(l machineid.Lease) {
+		w.chk.leaseSeen(p, prev, l)
+		if l.Held != prev.Held || l.ID != prev.ID || !l.After.Equal(prev.After) {
+			w.log.add(p.name(), "lease: machine ID %d held=%v after %s until %s err=%v", l.ID, l.Held, w.at(l.After), w.at(l.Until), l.Err)
+		}
+		prev = l
+	})
+	p.holder = h
+	w.mu.Lock()
+	w.holders = append(w.holders, h)
+	w.mu.Unlock()
+	w.log.add(p.name(), "a new process, with a new Holder")
+}
+
+// start makes inc's generator with New, within a deadline, and reports
+// whether it did.
+func (p *proc) start(inc *incarnation) bool {
+	w := p.w
+	limit := between(p.r, 200*time.Millisecond, 4*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	began := time.Now()
+	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(p.holder), ringflake.WithClock(p.clk.now),
+		ringflake.WithLayout(w.p.layout), ringflake.WithRingSize(w.p.ring), ringflake.WithMaxWait(w.p.maxWait),
+		ringflake.WithLogger(slog.New(slog.DiscardHandler)))
+	w.chk.bound(inc, "New", p.took(began), limit+acquireGrace)
+	if err != nil {
+		w.log.add(p.name(), "New of %s (within %v) failed: %v", inc, limit, err)
+		return false
+	}
+	w.chk.mu.Lock()
+	inc.g = g
+	w.chk.mu.Unlock()
+	w.log.add(p.name(), "New of %s: machine ID %d", inc, g.Lease().ID)
+	return true
+}
+
+// took returns the time since began, less the pauses of p's clock.
+func (p *proc) took(began time.Time) time.Duration {
+	now := time.Now()
+	return now.Sub(began) - p.clk.pausedDuring(began, now)
+}
+
+// close closes inc's generator while its issuers still call it, as a
+// service that stops does.
+func (p *proc) close(inc *incarnation) {
+	inc.closing.Store(true)
+	began := time.Now()
+	err := inc.g.Close()
+	c := p.w.p.call
+	p.w.chk.bound(inc, "Close", p.took(began), 2*c+c/10)
+	p.w.log.add(p.name(), "Close of %s: %v", inc, err)
+	close(inc.quit)
+	inc.issuers.Wait()
+}
+
+// crash kills the process: its issuers stop, and its Holder no longer
+// reaches the store. Its generator stays open, unused, until the world's
+// end.
+func (p *proc) crash(inc *incarnation) {
+	close(inc.quit)
+	inc.issuers.Wait()
+	p.cl.dead.Store(true)
+	p.holder = nil
+	p.w.log.add(p.name(), "%s crashes", inc)
+	p.w.goRun(func() {
+		<-p.w.stop
+		inc.closing.Store(true)
+		_ = inc.g.Close()
+	})
+}
+
+// issue is one issuer of inc: calls of NextID or NextN at random gaps.
+func (inc *incarnation) issue(r *rand.Rand) {
+	defer inc.issuers.Done()
+	p := inc.p
+	w := p.w
+	buf := make([]ringflake.ID, 40)
+	for {
+		gap := time.Duration(r.ExpFloat64() * float64(5*time.Millisecond))
+		t := time.NewTimer(gap)
+		select {
+		case <-t.C:
+		case <-inc.quit:
+			t.Stop()
+			return
+		case <-w.stop:
+			t.Stop()
+			return
+		}
+		want := 1
+		if r.IntN(5) < 2 {
+			want = 1 + r.IntN(len(buf))
+		}
+		began := time.Now()
+		var err error
+		n := want
+		if want == 1 {
+			buf[0], err = inc.g.NextID()
+			if err != nil {
+				n = 0
+			}
+		} else {
+			n, err = inc.g.NextN(buf[:n])
+		}
+		if took := p.took(began); took > w.p.wait+slack {
+			w.chk.bound(inc, fmt.Sprintf("NextN(%d)", want), took, w.p.wait)
+		}
+		w.chk.issued(inc, buf[:n])
+		if w.log.verbose {
+			w.log.add(p.name(), "%s: %d of %d IDs since %.6fs%s, err=%v", inc, n, want, began.Sub(w.start).Seconds(), w.ticks(buf[:n]), err)
+		}
+		if err != nil {
+			w.chk.callError(inc, err)
+			if errors.Is(err, ringflake.ErrClosed) {
+				return
+			}
+		}
+	}
+}
+
+// drive is the host's weather: its clock steps back (by less and by more
+// than the ring's span) and forth, the process pauses, and the network cuts
+// it off from the store for a while.
+func (p *proc) drive() {
+	w := p.w
+	r := rand.New(rand.NewPCG(w.seed, uint64(200+p.n)))
+	var faults []func()
+	if w.p.steps {
+		faults = append(faults, func() { p.step(r) }, func() { p.step(r) })
+	}
+	if w.p.pauses {
+		faults = append(faults, func() {
+			p.clk.pause.Store(int64(between(r, w.p.ttl, 2*w.p.ttl)))
+		})
+	}
+	if w.p.cuts {
+		faults = append(faults, func() {
+			d := between(r, w.p.ttl*3/10, 2*w.p.ttl)
+			p.cut.Store(time.Now().Add(d).UnixNano())
+			w.log.add(p.name(), "cut off from the store for %v", d)
+		})
+	}
+	if len(faults) == 0 {
+		return
+	}
+	for w.sleep(between(r, 300*time.Millisecond, 3*time.Second)) {
+		faults[r.IntN(len(faults))]()
+	}
+}
+
+// step steps the clock: back by less or more than the ring's span, forth,
+// or back to its usual offset. On a store that forgets, the clock stays
+// within the clock bound of the true time, which the restart floor needs.
+func (p *proc) step(r *rand.Rand) {
+	w := p.w
+	old := time.Duration(p.clk.offset.Load())
+	next := old
+	span := time.Duration(w.p.ring) * tick
+	switch x := r.IntN(8); {
+	case w.p.kind.forgets:
+		next = between(r, -w.p.offsets, w.p.offsets)
+	case x < 3 && old != p.base:
+		next = p.base
+	case x < 5:
+		next = old - between(r, quantum, span)
+	case x < 7:
+		next = old - between(r, span, 2*time.Second)
+	default:
+		next = old + between(r, 100*time.Millisecond, 1500*time.Millisecond)
+	}
+	p.clk.offset.Store(int64(next))
+	w.log.add(p.name(), "clock steps by %v, to %v off", next-old, next)
+}

@@ -1,0 +1,15 @@
+//go:build !ringflake_mutant
+
+// Package mutant switches on the deliberately broken variants of the engine
+// that internal/leasesim must catch. In this build, every release build, On
+// is the constant false, so each hook's branch is compiled away and the
+// broken code is in no binary; only a build with the tag ringflake_mutant
+// can switch one on, and only a test of internal/leasesim does.
+package mutant
+
+// On reports whether the mutant name is switched on: never, in this build.
+func On(name string) bool { return false }
+
+// Set switches the mutant name on (none for ""), and reports whether this
+// build can: it cannot without the tag ringflake_mutant.
+func Set(name string) bool { return name == "" }

@@ -1,0 +1,33 @@
+package mutant
+
+// The mutants of the engine, each a name a hook asks On about. The
+// simulation (internal/leasesim) lists them with what each breaks.
+const (
+	// NoFloor: the generator ignores the mark its lease inherited (After),
+	// so it neither waits for it in New nor refuses ticks at or below it
+	// (ringflake, lease.go stateOf).
+	NoFloor = "no-floor"
+	// MarkBeforeStore: a renewal reports its proposed mark (Until) to the
+	// generator before the store has recorded it, so IDs may be issued past
+	// a mark the store never records (machineid, renew.go renew).
+	MarkBeforeStore = "mark-before-store"
+	// WallExpiry: the Holder judges its lease's deadline on the marks'
+	// clock, the generator's wall clock, instead of its monotonic clock
+	// (machineid, renew.go confirm and expire).
+	WallExpiry = "wall-expiry"
+	// NoMargin: the Holder vouches for its lease until the send time of
+	// its last confirmed call plus the whole TTL, without the safety margin
+	// (machineid, renew.go confirm).
+	NoMargin = "no-margin"
+	// AnswerDeadline: the Holder counts its lease's life from when the
+	// store's answer came rather than from when the call was sent
+	// (machineid, renew.go confirm).
+	AnswerDeadline = "answer-deadline"
+	// ReleaseBeforeStop: Close releases the lease before it stops the
+	// generator (ringflake, generator.go Close).
+	ReleaseBeforeStop = "release-before-stop"
+	// RingForgets: a slot that holds a tick later than the clock's, after a
+	// step back longer than the ring, is started afresh instead of
+	// continued (ringflake, ring.go claim).
+	RingForgets = "ring-forgets"
+)
