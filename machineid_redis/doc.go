@@ -21,7 +21,9 @@
 // a holder's is checked against when it takes an ID
 // (machineid.WithMaxClockOffset), and no mark is set more than the TTL and
 // that bound past it; after a restart that lost the marks, every ID waits
-// out a restart floor of TTL + the bound, counted on Redis's clock.
+// out a restart floor of TTL + the bound past the restart, counted on
+// Redis's clock, which holds for TTL + twice the bound: a newcomer's clock
+// may read the bound behind Redis's.
 //
 // The options common to every store are in package machineid. What a user
 // sees on a first lease, a loss, a restart or a failover, and what the

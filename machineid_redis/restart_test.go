@@ -186,6 +186,47 @@ func TestRestartFloorCoversClocksWithinTheBound(t *testing.T) {
 		"After = %v should be at or past the lost mark %v, made 1.5s ahead", leaseOf(b).After, markA)
 }
 
+// TestRestartFloorCoversOppositeClocks has a holder whose clock runs 3.5s
+// ahead (within a bound of 4s) issue on ID 0 and lose Redis, which then
+// restarts and loses every mark. Once the server has been up for TTL +
+// bound, the floor's value (a lost mark is at most that past the restart
+// on the server's clock), a newcomer whose clock runs 3.5s behind takes ID
+// 0: its clock still reads below the lost mark, so it must inherit a
+// floor past it and issue after it. The floor once ended at TTL + bound,
+// and the newcomer inherited nothing; it lasts TTL + 2·bound.
+func TestRestartFloorCoversOppositeClocks(t *testing.T) {
+	t.Parallel()
+	const wide = 4 * time.Second
+	off := wide * 7 / 8
+	ahead := func() time.Time { return time.Now().Add(off) }
+	behind := func() time.Time { return time.Now().Add(-off) }
+	srv := settled(t, ttl+2*wide) // no restart floor for a
+	ca := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	a := leased(t, ca, machineid.WithRange(0, 0), machineid.WithMaxClockOffset(wide))
+	ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithClock(ahead), ringflake.WithMaxWait(-1))
+	require.NoError(t, err)
+	_, err = ga.NextID()
+	require.NoError(t, err)
+	require.NoError(t, ca.Close()) // a partition: a may issue up to its mark until its deadline
+	markA := ga.Lease().Until      // on a's clock
+
+	srv.Stop()
+	srv.Restart() // every mark lost
+	srv.WaitUptime(ttl + wide)
+	require.True(t, behind().Before(markA), "the newcomer's clock, %v, reads below the lost mark %v: the case this test is about", behind(), markA)
+
+	b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithMaxClockOffset(wide))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gb, err := ringflake.New(ctx, ringflake.WithMachineIDSource(b), ringflake.WithClock(behind))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, gb.Close()) }()
+	assert.False(t, gb.Lease().After.Before(markA), "After = %v should be at or past the lost mark %v", gb.Lease().After, markA)
+	id, err := gb.NextID()
+	require.NoError(t, err)
+	assert.True(t, gb.Layout().Decompose(id).Time.After(markA), "the newcomer issued at %v, at or below the lost mark %v", gb.Layout().Decompose(id).Time, markA)
+}
+
 // TestGeneratorRefusesAnIDItCannotEncode gives a generator whose layout
 // has 32 machine IDs a service whose range starts past them. New must
 // refuse the ID it is handed and release the lease at once, so the ID is

@@ -32,7 +32,7 @@ const prefix = "{ringflake}:"
 
 // floor is how long the restart floor lasts, at the TTL ttl and the default
 // bound on the clocks' offset: a server up that long sets none.
-const floor = ttl + bound
+const floor = ttl + 2*bound
 
 // settled starts a server and waits until it has been up for d, so that a
 // first lease finds no restart floor (see TestRedisRestartWithLiveHolder):

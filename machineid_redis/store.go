@@ -140,15 +140,16 @@ func defaultHost() (string, error) {
 // holder's clock, c.Now, and answer with the server's time, the reference.
 func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
 	now, ttl, until := c.Now.UnixMilli(), c.TTL.Milliseconds(), ceilMs(c.Until)
-	restart, slack := s.restart(c).Milliseconds(), slackMs(c)
+	restart, slack := s.restart(c), slackMs(c)
+	window := (restart + s.restartSlack(c)).Milliseconds()
 	var (
 		res []int64
 		err error
 	)
 	if s.hostMode {
-		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, until, ttl, restart, slack)
+		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, until, ttl, restart.Milliseconds(), slack, window)
 	} else {
-		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, until, ttl, restart, slack)
+		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, until, ttl, restart.Milliseconds(), slack, window)
 	}
 	if err != nil {
 		return machineid.Grant{}, err
@@ -221,17 +222,27 @@ func (s *store) refused(res []int64, c machineid.Claim) error {
 	return fmt.Errorf("the acquire script returned %v", res)
 }
 
-// restart is how long after a restart every ID is taken to carry a mark
-// (the restart floor): the TTL, plus how far past the server's time a mark
-// may be set, the holders' bound on their clocks' offset, which the scripts
-// enforce. With the check off nothing bounds it, and the safety margin
+// restart is how far past a restart, on the server's clock, every ID's
+// mark is taken to be (the restart floor): the TTL, plus how far past the
+// server's time a mark may be set, the holders' bound on their clocks'
+// offset, which the scripts enforce. With the check off nothing bounds it, and the safety margin
 // stands in for it: the floor then covers only holders whose clocks were
 // within the margin of the server's.
 func (s *store) restart(c machineid.Claim) time.Duration {
+	return c.TTL + s.restartSlack(c)
+}
+
+// restartSlack is how far past the server's time, beyond the TTL, a mark
+// may be set: the bound on the clocks' offset, or the safety margin with
+// the check off. A newcomer's clock may also read that much behind the
+// server's, so the floor lasts the restart plus this (the window): a floor
+// that ended at the restart's length let a newcomer a bound behind issue
+// ticks below the lost mark of a holder a bound ahead.
+func (s *store) restartSlack(c machineid.Claim) time.Duration {
 	if c.MaxOffset < 0 {
-		return c.TTL + c.Margin
+		return c.Margin
 	}
-	return c.TTL + c.MaxOffset
+	return c.MaxOffset
 }
 
 // slackMs is the scripts' slack: how far past the server's time, beyond

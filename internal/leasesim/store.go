@@ -258,14 +258,21 @@ func (s *server) reading() machineid.Reading {
 }
 
 // window is how long after a restart a store that forgets gives every ID
-// its restart floor, as machineid_redis does: the TTL plus how far past
-// the server's time a mark may be set (the holders' bound on their clocks'
-// offset, or, with the check off, the safety margin).
+// its restart floor, as machineid_redis does: the floor is the TTL plus the
+// slack past the restart, and a newcomer's clock may read the slack behind
+// the server's, so it lasts the slack longer than that.
 func window(c machineid.Claim) time.Duration {
+	return c.TTL + 2*markSlack(c)
+}
+
+// markSlack is how far past the server's time, beyond the TTL, a mark may be
+// set: the holders' bound on their clocks' offset, or, with the check off,
+// the safety margin.
+func markSlack(c machineid.Claim) time.Duration {
 	if c.MaxOffset < 0 {
-		return c.TTL + c.Margin
+		return c.Margin
 	}
-	return c.TTL + c.MaxOffset
+	return c.MaxOffset
 }
 
 // capped returns until, for a store that forgets, no later than the TTL
@@ -284,9 +291,10 @@ func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
 
 // floor returns, for a store that forgets, the mark every ID is taken to
 // have in the window after a restart, as machineid_redis reads it: the
-// server's time less its uptime plus the window. Redis's uptime_in_seconds
-// is the difference of two whole seconds of its clock, which may read a
-// second high, and the script takes a second off. Zero when none applies.
+// server's time less its uptime plus the TTL and the mark slack. Redis's
+// uptime_in_seconds is the difference of two whole seconds of its clock,
+// which may read a second high, and the script takes a second off. Zero
+// when none applies.
 func (s *server) floor(c machineid.Claim) time.Time {
 	if !s.k.forgets {
 		return time.Time{}
@@ -295,7 +303,7 @@ func (s *server) floor(c machineid.Claim) time.Time {
 	if up >= window(c) {
 		return time.Time{}
 	}
-	return s.wall().Add(-up + window(c))
+	return s.wall().Add(-up + c.TTL + markSlack(c))
 }
 
 // restart takes the store down for d and brings it back: having forgotten
