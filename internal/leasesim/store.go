@@ -260,8 +260,12 @@ func (s *server) reading() machineid.Reading {
 // window is how long after a restart a store that forgets gives every ID
 // its restart floor, as machineid_redis does: the floor is the TTL plus the
 // slack past the restart, and a newcomer's clock may read the slack behind
-// the server's, so it lasts the slack longer than that.
-func window(c machineid.Claim) time.Duration {
+// the server's, so it lasts the slack longer than that. The mutant
+// short-floor ends it a slack sooner, as machineid_redis once did.
+func (s *server) window(c machineid.Claim) time.Duration {
+	if s.w.mutantOn(shortFloorName) {
+		return c.TTL + markSlack(c)
+	}
 	return c.TTL + 2*markSlack(c)
 }
 
@@ -300,7 +304,7 @@ func (s *server) floor(c machineid.Claim) time.Time {
 		return time.Time{}
 	}
 	up := max(s.clock()/time.Second-s.restarted/time.Second-1, 0) * time.Second
-	if up >= window(c) {
+	if up >= s.window(c) {
 		return time.Time{}
 	}
 	return s.wall().Add(-up + c.TTL + markSlack(c))

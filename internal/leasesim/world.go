@@ -45,9 +45,12 @@ type world struct {
 	holders []*machineid.Holder
 }
 
-// storeMutantName is the mutant that lives in the simulated store, not the
-// engine: see mutants.
-const storeMutantName = "renew-no-token"
+// storeMutantName and shortFloorName are the mutants that live in the
+// simulated store, not the engine: see mutants.
+const (
+	storeMutantName = "renew-no-token"
+	shortFloorName  = "short-floor"
+)
 
 // newWorld makes the world of seed. It must be called inside the bubble it
 // runs in.
@@ -62,7 +65,17 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 	for i := range w.p.procs {
 		p := &proc{w: w, n: i, r: rand.New(rand.NewPCG(seed, uint64(100+i)))}
 		p.clk = &clock{epoch: w.p.layout.Epoch, p: p}
-		p.base = between(p.r, -w.p.offsets, w.p.offsets)
+		// A third of the clocks sit at either end of the offsets: the
+		// bound's edges are where a holder ahead and a newcomer behind
+		// meet (Redis's restart floor once ended a bound too soon there).
+		switch p.r.IntN(6) {
+		case 0:
+			p.base = w.p.offsets
+		case 1:
+			p.base = -w.p.offsets
+		default:
+			p.base = between(p.r, -w.p.offsets, w.p.offsets)
+		}
 		p.clk.offset.Store(int64(p.base))
 		w.procs = append(w.procs, p)
 	}
