@@ -327,7 +327,7 @@ func TestCLIWaitsForAFreeID(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
-	srv.WaitUptime(4 * time.Second) // past the restart floor (TTL 2s + bound 2s)
+	srv.WaitUptime(6 * time.Second) // past the restart floor (TTL 2s + twice the bound of 2s)
 	lease := "redis://" + srv.Addr
 	holder := exec.Command(bin, "gen", "--lease", lease, "--machine-range", "0-0", "--lease-ttl", "2s", "-n", "1000000000000")
 	out, err := holder.StdoutPipe()
@@ -363,7 +363,7 @@ func TestCLIClosedPipeReleasesLease(t *testing.T) {
 	t.Parallel()
 	bin := buildCLI(t)
 	srv := redistest.Start(t)
-	srv.WaitUptime(5 * time.Second) // the restart floor: TTL + the clock bound of 2s
+	srv.WaitUptime(7 * time.Second) // the restart floor: TTL + twice the clock bound of 2s
 	args := []string{"gen", "--lease", "redis://" + srv.Addr, "--machine-range", "5-5", "--lease-ttl", "3s"}
 	cmd := exec.Command(bin, append(args, "-n", "100000000")...)
 	var stderr bytes.Buffer
