@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/startup"
 )
 
 // genFlags holds the parsed flags of "ringflake gen".
@@ -29,7 +30,7 @@ type genFlags struct {
 const noMachineIDNote = "ringflake: no --machine-id or --lease given; using machine ID 0, which is unique only if no other generator uses it"
 
 // runGen prints the IDs. A signal stops it at any point within about a
-// second (stopGrace) plus the release (at most releaseTimeout), however
+// second (stopGrace) plus the release (at most startup.ReleaseTimeout), however
 // long --max-wait is: the IDs printed so far stay printed, the lease is
 // released, and it returns an error saying how many IDs it printed, with
 // the release's error if that failed.
@@ -48,13 +49,13 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	if f.lease.url == "" && !f.set["machine-id"] {
 		fmt.Fprintln(stderr, noMachineIDNote)
 	}
-	st := newStartup(ctx, f.sourceName())
+	st := startup.New(ctx, f.sourceName())
 	p, err := f.prepare(log, st)
 	if err != nil {
 		return err
 	}
 	g, err := p.start(st)
-	if errors.Is(err, errInterrupted) {
+	if errors.Is(err, startup.ErrInterrupted) {
 		return fmt.Errorf("gen: %w", err)
 	}
 	if err != nil {
@@ -65,7 +66,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 }
 
 // printIDs writes n IDs of g to stdout until they are out or ctx ends (a
-// signal), then closes g, releasing its lease, within releaseTimeout.
+// signal), then closes g, releasing its lease, within startup.ReleaseTimeout.
 func printIDs(ctx context.Context, g *generator, n int64, stdout io.Writer) error {
 	out := &idWriter{w: bufio.NewWriter(stdout)}
 	done := make(chan error, 1)
@@ -75,12 +76,12 @@ func printIDs(ctx context.Context, g *generator, n int64, stdout io.Writer) erro
 	case werr = <-done:
 	case <-ctx.Done():
 	}
-	deadline := time.NewTimer(releaseTimeout)
+	deadline := time.NewTimer(startup.ReleaseTimeout)
 	defer deadline.Stop()
 	// Close wakes a call waiting for a lease; one waiting for the clock
 	// sleeps on, for up to --max-wait, and is not waited for past
 	// stopGrace.
-	relErr := within(g.Close, deadline.C)
+	relErr := startup.Within(g.Close, deadline.C)
 	if ctx.Err() != nil && werr == nil {
 		grace := time.NewTimer(stopGrace)
 		defer grace.Stop()

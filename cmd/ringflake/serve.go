@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/serve"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/startup"
 )
 
 // serveFlags holds the parsed flags of "ringflake serve".
@@ -81,7 +82,7 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 // wait, releases what was taken and returns nil. After a signal while
 // serving it stops taking connections, lets the requests in flight finish
 // (at most --shutdown-timeout), closes the generator, which releases a
-// lease (at most releaseTimeout), and returns nil, or the error of a
+// lease (at most startup.ReleaseTimeout), and returns nil, or the error of a
 // drain that timed out or a release that failed.
 func runServe(args []string, stderr io.Writer) error {
 	f, err := parseServe(args, stderr)
@@ -93,7 +94,7 @@ func runServe(args []string, stderr io.Writer) error {
 	// process in order, releasing what it holds.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st := newStartup(ctx, f.sourceName())
+	st := startup.New(ctx, f.sourceName())
 	p, err := f.prepare(log, st)
 	if err != nil {
 		return err
@@ -113,8 +114,8 @@ func runServe(args []string, stderr io.Writer) error {
 		p.out.done()
 		return fmt.Errorf("serve: %w", err)
 	}
-	st.clock = p.out.clock
-	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.status})
+	st.Clock = p.out.clock
+	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.Status})
 	srv := &http.Server{
 		Handler:           svc,
 		ReadHeaderTimeout: f.readTimeout,
@@ -134,15 +135,15 @@ func runServe(args []string, stderr io.Writer) error {
 	}
 	if err != nil {
 		_ = srv.Close()
-		if !errors.Is(err, errInterrupted) {
+		if !errors.Is(err, startup.ErrInterrupted) {
 			return err
 		}
 		attrs := []any{"took", time.Since(began).Round(time.Millisecond), "issued", 0}
 		if p.out.leased {
-			attrs = append(attrs, "released", err == errInterrupted)
+			attrs = append(attrs, "released", err == startup.ErrInterrupted)
 		}
 		log.Info("ringflake: stopped before serving", attrs...)
-		if err != errInterrupted {
+		if err != startup.ErrInterrupted {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
@@ -163,7 +164,7 @@ func runServe(args []string, stderr io.Writer) error {
 
 // shutdown stops srv taking connections, waits at most timeout for the
 // requests in flight, then closes the generator, which releases a lease
-// (at most releaseTimeout), and logs that it stopped. It returns an error
+// (at most startup.ReleaseTimeout), and logs that it stopped. It returns an error
 // if requests were still running at the timeout or the lease could not be
 // released.
 func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Duration) error {
@@ -175,9 +176,9 @@ func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Dur
 		_ = srv.Close() // cuts the connections still busy
 	}
 	issued := g.Stats().Issued
-	deadline := time.NewTimer(releaseTimeout)
+	deadline := time.NewTimer(startup.ReleaseTimeout)
 	defer deadline.Stop()
-	closeErr := within(g.Close, deadline.C) // a handler still running after a drain that timed out gets ErrClosed
+	closeErr := startup.Within(g.Close, deadline.C) // a handler still running after a drain that timed out gets ErrClosed
 	attrs := []any{"drained", drainErr == nil, "took", time.Since(start).Round(time.Millisecond), "issued", issued}
 	if g.leased {
 		attrs = append(attrs, "released", closeErr == nil)
@@ -210,36 +211,32 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// clockRetry is how long serve waits before it asks for its machine ID
-// again after the store refused its clock as off the fleet's.
-const clockRetry = 5 * time.Second
-
-// startUntilClockIsRight is p.start, asked again every clockRetry while
+// startUntilClockIsRight is p.start, asked again every startup.ClockRetry while
 // the store refuses the clock as off the fleet's, until a signal. Waiting
 // does not set a clock right, and New says so at once; but NTP may, as on
 // a host just booted, and a service that stays up, unready, says why on
-// /readyz (st.status) rather than exit and be restarted in a loop. The
+// /readyz (st.Status) rather than exit and be restarted in a loop. The
 // refused holder took nothing, so a signal meanwhile has nothing to
 // release. The refusal is logged once, and again only when its words
 // change.
-func (p *plan) startUntilClockIsRight(st *startup, log *slog.Logger) (*generator, error) {
+func (p *plan) startUntilClockIsRight(st *startup.Startup, log *slog.Logger) (*generator, error) {
 	said := ""
 	for {
 		g, err := p.start(st)
 		if !errors.Is(err, machineid.ErrClockOffset) {
-			st.refused.Store(nil)
+			st.Refused.Store(nil)
 			return g, err
 		}
-		st.refused.Store(&refusal{err: err, retry: time.Now().Add(clockRetry)})
+		st.Refused.Store(&startup.Refusal{Err: err, Retry: time.Now().Add(startup.ClockRetry)})
 		if err.Error() != said {
 			said = err.Error()
-			log.Error("ringflake: the store refused this clock; asking again every "+clockRetry.String()+" until it is set right", "err", err)
+			log.Error("ringflake: the store refused this clock; asking again every "+startup.ClockRetry.String()+" until it is set right", "err", err)
 		}
-		t := time.NewTimer(clockRetry)
+		t := time.NewTimer(startup.ClockRetry)
 		select {
-		case <-st.stop.Done():
+		case <-st.Stop.Done():
 			t.Stop()
-			return nil, errInterrupted
+			return nil, startup.ErrInterrupted
 		case <-t.C:
 		}
 	}

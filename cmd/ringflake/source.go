@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/startup"
 )
 
 // sourceFlags are the flags gen and serve share: where the generator's
@@ -40,6 +41,10 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	f.lease.register(fs)
 	f.state.register(fs)
 }
+
+// defaultMaxWait is the library's default WithMaxWait, which it documents
+// but does not export.
+const defaultMaxWait = 100 * time.Millisecond
 
 // effectiveMaxWait is the MaxWait of --max-wait: the library's default for
 // 0, none for a negative value.
@@ -140,7 +145,7 @@ type plan struct {
 // contacting the store. It returns a usage error for a bad setting. With
 // st, a leaser is handed to st, which can then abandon the start (see
 // start).
-func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
+func (f *sourceFlags) prepare(log *slog.Logger, st *startup.Startup) (*plan, error) {
 	out := &generator{clock: time.Now, done: func() {}}
 	layout := f.layout()
 	opts := []ringflake.Option{
@@ -172,7 +177,7 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 		out.done, out.source, out.leased = done, "lease "+name, true
 		where += ": " + out.source
 		if st != nil {
-			leaser = st.watch(leaser)
+			leaser = st.Watch(leaser)
 		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	default: // --machine-id, or gen's 0
@@ -190,7 +195,7 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup) (*plan, error) {
 		// a signal must be able to end, as for a lease.
 		out.leased = true
 		if st != nil {
-			leaser = st.watch(leaser)
+			leaser = st.Watch(leaser)
 		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	}
