@@ -226,8 +226,9 @@ func (s *store) refused(res []int64, c machineid.Claim) error {
 // mark is taken to be (the restart floor): the TTL, plus how far past the
 // server's time a mark may be set, the holders' bound on their clocks'
 // offset, which the scripts enforce. With the check off nothing bounds it, and the safety margin
-// stands in for it: the floor then covers only holders whose clocks were
-// within the margin of the server's.
+// stands in for it: the floor then covers a lost mark only if its holder's
+// clock was at most the margin ahead of the server's and the newcomer's is
+// at most the margin behind; nothing checks either.
 func (s *store) restart(c machineid.Claim) time.Duration {
 	return c.TTL + s.restartSlack(c)
 }
@@ -235,7 +236,9 @@ func (s *store) restart(c machineid.Claim) time.Duration {
 // restartSlack is how far past the server's time, beyond the TTL, a mark
 // may be set: the bound on the clocks' offset, or the safety margin with
 // the check off. A newcomer's clock may also read that much behind the
-// server's, so the floor lasts the restart plus this (the window): a floor
+// server's (the check accepts one up to the bound plus the round trip
+// behind, but the newcomer issues only after the answer, a round trip
+// later), so the floor lasts the restart plus this (the window): a floor
 // that ended at the restart's length let a newcomer a bound behind issue
 // ticks below the lost mark of a holder a bound ahead.
 func (s *store) restartSlack(c machineid.Claim) time.Duration {
