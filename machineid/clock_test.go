@@ -116,22 +116,9 @@ func TestClockOffRefused(t *testing.T) {
 // bound, and the lease stays held.
 func TestClockOffWhileHeldKeepsTheLease(t *testing.T) {
 	t.Parallel()
-	s := newMemStore(true)
-	s.clocked = true
-	var mu sync.Mutex
-	off := time.Duration(0)
-	c := newMemClient(s)
-	var set memSettings
-	h, err := machineid.NewHolder(c, &set, clockedLimits, machineid.WithRange(0, 0), machineid.WithTTL(300*time.Millisecond))
-	require.NoError(t, err)
-	holderclock.Set(h, func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(off) })
-	t.Cleanup(func() { _ = h.Release(time.Time{}) })
-	_, err = h.MachineID(context.Background())
-	require.NoError(t, err)
+	h, _, setOff := offsetHolder(t, true)
 	require.False(t, h.Lease().Clock.Past())
-	mu.Lock()
-	off = 30 * time.Second
-	mu.Unlock()
+	setOff(30 * time.Second)
 	require.Eventually(t, func() bool { return h.Lease().Clock.Past() }, 10*time.Second, time.Millisecond, "a renewal measures the new offset")
 	l := h.Lease()
 	assert.True(t, l.Held, "a clock off while held is reported, never a reason to stop: %v", l.Err)
@@ -224,21 +211,8 @@ func TestMachineIDWaitsForAFreeID(t *testing.T) {
 // a renewal measures, never refuses.)
 func TestClockOffRefusedOnRetake(t *testing.T) {
 	t.Parallel()
-	s := newMemStore(false)
-	s.clocked = true
-	var mu sync.Mutex
-	off := time.Duration(0)
-	c := newMemClient(s)
-	var set memSettings
-	h, err := machineid.NewHolder(c, &set, clockedLimits, machineid.WithRange(0, 0), machineid.WithTTL(300*time.Millisecond))
-	require.NoError(t, err)
-	holderclock.Set(h, func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(off) })
-	t.Cleanup(func() { _ = h.Release(time.Time{}) })
-	_, err = h.MachineID(context.Background())
-	require.NoError(t, err)
-	mu.Lock()
-	off = 30 * time.Second
-	mu.Unlock()
+	h, s, setOff := offsetHolder(t, false)
+	setOff(30 * time.Second)
 	s.restart() // the lease and the mark are gone
 	require.Eventually(t, func() bool { return errors.Is(h.Lease().Err, machineid.ErrClockOffset) }, 10*time.Second, time.Millisecond,
 		"the renewer's take is refused for the clock, and the lease says so")
@@ -246,9 +220,7 @@ func TestClockOffRefusedOnRetake(t *testing.T) {
 	assert.False(t, l.Held)
 	assert.ErrorIs(t, l.Err, machineid.ErrLeaseLost, "the loss, and why no lease is taken again")
 	assert.True(t, s.mark(0).Before(time.Now().Add(10*time.Second)), "the refused takes wrote no mark 30s ahead: %v", s.mark(0))
-	mu.Lock()
-	off = 0
-	mu.Unlock()
+	setOff(0)
 	require.Eventually(t, func() bool { return h.Lease().Held }, 10*time.Second, time.Millisecond, "a clock set right takes the lease again")
 }
 
@@ -294,4 +266,23 @@ func (c *hangAfterFirstTake) Take(ctx context.Context, cl machineid.Claim) (mach
 		return machineid.Grant{}, ctx.Err()
 	}
 	return c.memClient.Take(ctx, cl)
+}
+
+// offsetHolder returns a Holder of ID 0, on a 300ms TTL, that holds its
+// lease on a memStore that reports its clock (keeping its data over a
+// restart if keeps), with the store, and a function that sets how far the
+// holder's clock runs ahead of the store's.
+func offsetHolder(t *testing.T, keeps bool) (*machineid.Holder, *memStore, func(time.Duration)) {
+	t.Helper()
+	s := newMemStore(keeps)
+	s.clocked = true
+	var off atomic.Int64
+	var set memSettings
+	h, err := machineid.NewHolder(newMemClient(s), &set, clockedLimits, machineid.WithRange(0, 0), machineid.WithTTL(300*time.Millisecond))
+	require.NoError(t, err)
+	holderclock.Set(h, func() time.Time { return time.Now().Add(time.Duration(off.Load())) })
+	t.Cleanup(func() { _ = h.Release(time.Time{}) })
+	_, err = h.MachineID(context.Background())
+	require.NoError(t, err)
+	return h, s, func(d time.Duration) { off.Store(int64(d)) }
 }
