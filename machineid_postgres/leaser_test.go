@@ -357,7 +357,7 @@ func TestGeneratorFollowsLease(t *testing.T) {
 	require.NotNil(t, r.mark)
 	lastTime := g.Layout().Decompose(last).Time
 	assert.False(t, r.mark.Before(lastTime), "mark %v is below the last time issued, %v", *r.mark, lastTime)
-	assert.True(t, r.mark.Before(lastTime.Add(long/3)), "mark %v should come down to about the last time issued, %v", *r.mark, lastTime)
+	assert.True(t, r.mark.Before(lastTime.Add(ttl/3)), "mark %v should come down to about the last time issued, %v", *r.mark, lastTime)
 }
 
 // TestReleaseBoundedWhenUnreachable pauses the database under a holder:
