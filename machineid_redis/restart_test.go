@@ -249,3 +249,97 @@ func TestGeneratorRefusesAnIDItCannotEncode(t *testing.T) {
 	require.NoError(t, err, "a range within the layout is fine")
 	require.NoError(t, g.Close())
 }
+
+// TestForgottenMarksStayCovered is issue 28's scenario. A holder on ID 0
+// issues one ID a millisecond and dies as Redis restarts, forgetting its
+// lease and mark or rolling back to a snapshot taken at its first ID,
+// which it then issued past. Well after the restart, a newcomer with a
+// correct clock takes ID 0 and must issue at once; its clock then steps
+// back to the dead holder's first ID and runs on past its last. The
+// newcomer must repeat none of the dead holder's IDs: the marks Redis
+// forgot are covered for every later take of the ID, not only those soon
+// after the restart.
+func TestForgottenMarksStayCovered(t *testing.T) {
+	t.Parallel()
+	const life = 2 * time.Second // the TTL of the issue's scenario
+	for _, tt := range []struct {
+		name     string
+		snapshot bool
+	}{
+		{"data lost", false},
+		{"rolled back to a snapshot", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := settled(t, life+2*bound)
+			// The dead holder's own client: closed when it dies, so that
+			// its renewals never reach the restarted server.
+			ca := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+			a := leased(t, ca, machineid.WithRange(0, 0), machineid.WithTTL(life))
+			ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithMaxWait(-1))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = ga.Close() })
+			first, err := ga.NextID()
+			require.NoError(t, err)
+			if tt.snapshot {
+				require.Equal(t, "OK", srv.Do("SAVE"))
+			}
+			// It issues for more than a TTL past the snapshot, so that it
+			// renews past the mark the snapshot keeps.
+			dead := issueEachMs(ga, time.Now, time.Now().Add(life+1300*time.Millisecond))
+			dead[first] = true
+			require.NoError(t, ca.Close()) // the holder dies ...
+			srv.Stop()                     // ... as Redis restarts
+			srv.Restart()
+			var last time.Time
+			for id := range dead {
+				if at := ga.Layout().Decompose(id).Time; at.After(last) {
+					last = at
+				}
+			}
+
+			srv.WaitUptime(life + 2*bound) // past the window the restart floor once had
+			var back atomic.Int64          // how far the newcomer's clock reads behind the true one, ns
+			clock := func() time.Time { return time.Now().Add(-time.Duration(back.Load())) }
+			b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithTTL(life))
+			before := time.Now()
+			gb, err := ringflake.New(acquireCtx(t), ringflake.WithMachineIDSource(b), ringflake.WithClock(clock), ringflake.WithMaxWait(-1))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = gb.Close() })
+			assert.True(t, gb.Lease().After.Before(before),
+				"a newcomer with a correct clock should find its inherited mark (%v) already past when it took the ID (%v)", gb.Lease().After, before)
+			_, err = gb.NextID()
+			require.NoError(t, err, "a newcomer with a correct clock should issue at once")
+			assert.False(t, gb.Lease().After.Before(last),
+				"the newcomer's After = %v is below the dead holder's last ID, at %v", gb.Lease().After, last)
+
+			// Its clock steps back to the dead holder's first ID and runs
+			// until it is past the last.
+			back.Store(int64(time.Since(ga.Layout().Decompose(first).Time)))
+			again := issueEachMs(gb, clock, last.Add(20*time.Millisecond))
+			var repeated []ringflake.ID
+			for id := range again {
+				if dead[id] {
+					repeated = append(repeated, id)
+				}
+			}
+			assert.Zero(t, len(repeated), "%d of the dead holder's %d IDs issued again by the newcomer (%d issued), first ones: %v",
+				len(repeated), len(dead), len(again), repeated[:min(len(repeated), 3)])
+		})
+	}
+}
+
+// issueEachMs has g issue about one ID a millisecond until clock reads
+// past end, and returns the IDs issued. A refused call (the mark is ahead,
+// with the generator's WithMaxWait(-1)) is tried again a millisecond
+// later.
+func issueEachMs(g *ringflake.Generator, clock func() time.Time, end time.Time) map[ringflake.ID]bool {
+	ids := map[ringflake.ID]bool{}
+	for clock().Before(end) {
+		if id, err := g.NextID(); err == nil {
+			ids[id] = true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return ids
+}

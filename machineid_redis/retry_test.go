@@ -19,21 +19,26 @@ func TestScriptsAreIdempotent(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = time.Second
-	srv.WaitUptime(ttl + 2*time.Second) // no restart floor (it holds for TTL + twice the claim's MaxOffset): the previous holder's mark below is the one to inherit
+	// The restart floor, the server's start + TTL + the claim's MaxOffset
+	// (up to 2s late, from whole-second uptimes), is then a second past,
+	// below the previous holder's mark set below: that mark is the one to
+	// inherit.
+	srv.WaitUptime(ttl + 4*time.Second)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
 	for m, mode := range []machineid.Option{nil, WithHostMapping("10.9.9.9")} {
 		_, s, err := newStore(c, []machineid.Option{mode, machineid.WithRange(1, 1), machineid.WithTTL(ttl), WithPrefix("{idem" + string('0'+rune(m)) + "}:")})
 		require.NoError(t, err)
-		require.NoError(t, c.HSet(ctx, s.keys[0], "1", "5000").Err(), "a previous holder's mark")
 		now := time.Now()
+		prev := now.Add(-500 * time.Millisecond).Truncate(time.Millisecond)
+		require.NoError(t, c.HSet(ctx, s.keys[0], "1", prev.UnixMilli()).Err(), "a previous holder's mark")
 		claim := machineid.Claim{Token: "t", Lo: 1, Hi: 1, TTL: ttl, Margin: ttl / 5, Now: now, Until: now.Add(ttl), MaxOffset: time.Second}
 
 		first, err := s.Take(ctx, claim)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), first.ID)
-		require.Equal(t, time.UnixMilli(5000), first.After, "After should be the previous holder's mark")
+		require.Equal(t, time.UnixMilli(prev.UnixMilli()), first.After, "After should be the previous holder's mark")
 		again, err := s.Take(ctx, claim)
 		require.NoError(t, err, "a resent take")
 		assert.Equal(t, first.ID, again.ID, "mode %d: a resent take must return the same ID", m)

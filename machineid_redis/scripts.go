@@ -45,25 +45,25 @@ local function take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
   return {id, after, raise(marks, id, capped(untilMs, ahead, slack)), serverUs()}
 end
 
--- restartFloor returns the mark every ID is taken to have after a restart,
--- or 0 once window ms have passed since it. A server that restarted may
--- have lost, or rolled back to a snapshot, the leases and marks of holders
--- that are still running: such a holder was last confirmed before the
--- restart, and no mark was set more than restart (the TTL plus the slack)
--- past the server's time then, so every lost mark is below the restart's
--- time plus restart, on the server's clock: the floor. A newcomer's clock
--- may read up to the slack behind the server's, so the floor must last
--- until the server's clock is the slack past it: window is restart plus
--- the slack. The server's time and its uptime are read in one run, so a
--- call that runs late gets the same floor. uptime_in_seconds is a
--- difference of whole seconds and can read up to a second high, hence the
--- second taken off.
-local function restartFloor(restart, window)
+-- restartFloor returns the mark every ID is taken to have while this
+-- server runs: its start, on its clock, plus restart (the TTL plus the
+-- slack). A server that restarted may have lost, or rolled back to a
+-- snapshot, the leases and marks of holders that were running: such a
+-- holder was last confirmed before the restart, and no mark was set more
+-- than restart past the server's time then, so every lost mark is below
+-- the floor. It holds for every take for as long as the server runs, not
+-- only soon after the restart: a lost mark is lost for good, and a
+-- newcomer whose clock later steps back must still find every tick a dead
+-- holder issued below its After, which the generator never issues at or
+-- below for as long as it holds the ID. Once the server has been up for
+-- restart plus the slack, the floor is in the past on every clock within
+-- the bound, and costs a newcomer no wait. The server's time and its
+-- uptime are read in one run, so a call that runs late gets the same
+-- floor. uptime_in_seconds is a difference of whole seconds and can read
+-- up to a second high, hence the second taken off.
+local function restartFloor(restart)
   local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
   local upMs = math.max((tonumber(up or '0') or 0) - 1, 0) * 1000
-  if upMs >= window then
-    return 0
-  end
   return serverMs() - upMs + restart
 end
 
@@ -141,19 +141,19 @@ end
 //
 //	KEYS[1] marks
 //	ARGV    prefix, token, lo, hi, ttl ms, now ms, until ms (0: raise no mark),
-//	        ahead ms, restart ms, slack ms (-1: no cap), window ms
+//	        ahead ms, restart ms, slack ms (-1: no cap)
 //	returns {id, after, mark, server µs}, or {-1, held, least ms left} when
 //	every ID is held; after includes the restart floor
 var leaseAcquire = redis.NewScript(luaTake + `
 local prefix, token, marks = ARGV[1], ARGV[2], KEYS[1]
 local lo, hi = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ttl, now, untilMs, ahead = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local restart, slack, window = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local restart, slack = tonumber(ARGV[9]), tonumber(ARGV[10])
 local id, after = mine(prefix, token)
 if id then
   return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
-local floor = restartFloor(restart, window)
+local floor = restartFloor(restart)
 local best, bestMark = nil, nil
 for i = lo, hi do
   if redis.call('EXISTS', prefix .. 'LEASE:' .. i) == 0 then
@@ -179,8 +179,7 @@ return take(prefix, token, marks, best, bestMark, ttl, untilMs, ahead, slack)
 // host is refused rather than sharing the ID.
 //
 //	KEYS[1] marks, KEYS[2] mapping, KEYS[3] max id
-//	ARGV    prefix, token, host, lo, hi, ttl ms, until ms, ahead ms, restart ms, slack ms,
-//	        window ms
+//	ARGV    prefix, token, host, lo, hi, ttl ms, until ms, ahead ms, restart ms, slack ms
 //	returns {id, after, mark, server µs} as leaseAcquire; {-1, last} when the
 //	range is used up; {-2, id, pttl} when another owner holds the host's ID;
 //	{-3, id} when the mapping holds an ID outside lo..hi; {-4} when it holds
@@ -200,7 +199,7 @@ local prefix, token, marks, mapping, maxid = ARGV[1], ARGV[2], KEYS[1], KEYS[2],
 local host = ARGV[3]
 local lo, hi = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl, untilMs, ahead = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local restart, slack, window = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local restart, slack = tonumber(ARGV[9]), tonumber(ARGV[10])
 local id, after = mine(prefix, token)
 if id then
   return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
@@ -230,7 +229,7 @@ local lease = prefix .. 'LEASE:' .. id
 if redis.call('EXISTS', lease) == 1 then
   return {-2, id, redis.call('PTTL', lease)}
 end
-return take(prefix, token, marks, id, markOf(marks, id, restartFloor(restart, window)), ttl, untilMs, ahead, slack)
+return take(prefix, token, marks, id, markOf(marks, id, restartFloor(restart)), ttl, untilMs, ahead, slack)
 `)
 
 // renew extends the token's lease on id and raises the mark to until,

@@ -30,13 +30,16 @@ const ttl = time.Second
 // prefix is the default key prefix.
 const prefix = "{ringflake}:"
 
-// floor is how long the restart floor lasts, at the TTL ttl and the default
-// bound on the clocks' offset: a server up that long sets none.
+// floor is how long the restart floor keeps a newcomer waiting, at the TTL
+// ttl and the default bound on the clocks' offset: on a server up that
+// long, the floor every take inherits is in the past on any clock within
+// the bound.
 const floor = ttl + 2*bound
 
 // settled starts a server and waits until it has been up for d, so that a
-// first lease finds no restart floor (see TestRedisRestartWithLiveHolder):
-// the tests that use it are about other things.
+// first lease finds the restart floor past (see
+// TestRedisRestartWithLiveHolder): the tests that use it are about other
+// things.
 func settled(t *testing.T, d time.Duration) *redistest.Server {
 	t.Helper()
 	srv := redistest.Start(t)
@@ -307,10 +310,10 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := client(t, settled(t, floor).Addr)
-			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			clockA := fakeclock.New(start)
-			// The fake clocks are far from Redis's: the clock check is off,
-			// as the marks are what is tested.
+			// The fake clocks run an hour ahead of Redis's, clear of its
+			// restart floor (which every take inherits, on every clock):
+			// the clock check is off, as the marks are what is tested.
+			clockA := fakeclock.New(time.Now().Add(time.Hour).Truncate(time.Second))
 			off := machineid.WithMaxClockOffset(-1)
 			a := leased(t, c, machineid.WithRange(0, tt.ids-1), off) // New hands it the generator's clock
 			// A generous MaxWait rides out a lease that lapses on a loaded machine.

@@ -140,16 +140,15 @@ func defaultHost() (string, error) {
 // holder's clock, c.Now, and answer with the server's time, the reference.
 func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
 	now, ttl, until := c.Now.UnixMilli(), c.TTL.Milliseconds(), ceilMs(c.Until)
-	restart, slack := s.restart(c), slackMs(c)
-	window := (restart + s.restartSlack(c)).Milliseconds()
+	restart, slack := restartMs(c), slackMs(c)
 	var (
 		res []int64
 		err error
 	)
 	if s.hostMode {
-		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, until, ttl, restart.Milliseconds(), slack, window)
+		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, until, ttl, restart, slack)
 	} else {
-		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, until, ttl, restart.Milliseconds(), slack, window)
+		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, until, ttl, restart, slack)
 	}
 	if err != nil {
 		return machineid.Grant{}, err
@@ -222,30 +221,21 @@ func (s *store) refused(res []int64, c machineid.Claim) error {
 	return fmt.Errorf("the acquire script returned %v", res)
 }
 
-// restart is how far past a restart, on the server's clock, every ID's
-// mark is taken to be (the restart floor): the TTL, plus how far past the
-// server's time a mark may be set, the holders' bound on their clocks'
-// offset, which the scripts enforce. With the check off nothing bounds it, and the safety margin
-// stands in for it: the floor then covers a lost mark only if its holder's
-// clock was at most the margin ahead of the server's and the newcomer's is
-// at most the margin behind; nothing checks either.
-func (s *store) restart(c machineid.Claim) time.Duration {
-	return c.TTL + s.restartSlack(c)
-}
-
-// restartSlack is how far past the server's time, beyond the TTL, a mark
-// may be set: the bound on the clocks' offset, or the safety margin with
-// the check off. A newcomer's clock may also read that much behind the
-// server's (the check accepts one up to the bound plus the round trip
-// behind, but the newcomer issues only after the answer, a round trip
-// later), so the floor lasts the restart plus this (the window): a floor
-// that ended at the restart's length let a newcomer a bound behind issue
-// ticks below the lost mark of a holder a bound ahead.
-func (s *store) restartSlack(c machineid.Claim) time.Duration {
+// restartMs is how far past a restart, on the server's clock, every ID's
+// mark is taken to be (the restart floor), in ms: the TTL, plus how far
+// past the server's time a mark may be set, the holders' bound on their
+// clocks' offset, which the scripts enforce. With the check off nothing
+// bounds it, and the safety margin stands in for it: the floor then covers
+// a lost mark only if its holder's clock was at most the margin ahead of
+// the server's; nothing checks it. The floor holds for as long as the
+// server runs (see restartFloor in scripts.go); a newcomer whose clock is
+// within the bound behind the server's finds it in the past once the
+// server has been up for this plus the bound.
+func restartMs(c machineid.Claim) int64 {
 	if c.MaxOffset < 0 {
-		return c.Margin
+		return (c.TTL + c.Margin).Milliseconds()
 	}
-	return c.MaxOffset
+	return (c.TTL + c.MaxOffset).Milliseconds()
 }
 
 // slackMs is the scripts' slack: how far past the server's time, beyond
