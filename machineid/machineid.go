@@ -39,8 +39,8 @@ type Lease struct {
 	// Clock is the holder's clock measured against the store's reference
 	// at the latest take or renewal that read it: the zero ClockOffset
 	// before then, or for a store without one (the file store). It is
-	// measured and reported, never a reason to stop issuing; Clock.Past()
-	// says it passes [WithMaxClockOffset].
+	// measured and reported, not a reason to stop issuing in itself (After
+	// and Until are); Clock.Past() says it passes [WithMaxClockOffset].
 	Clock ClockOffset
 }
 

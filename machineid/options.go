@@ -94,13 +94,14 @@ func WithCallTimeout(d time.Duration) Option {
 // refused at once, before it writes a mark, with a [*ClockOffsetError]
 // wrapping [ErrClockOffset]: waiting does not set a clock right. While an
 // ID is held, every renewal that reads the reference measures the offset
-// again, for [Lease].Clock; one past the bound is reported, never a reason
-// to stop issuing.
+// again, for [Lease].Clock; one past the bound is reported, not refused:
+// the generator stops only where its clock leaves the lease's marks
+// ([Lease].After and Until).
 //
 // 0 means the default, 2s; d may be up to 1h. A negative d turns the check
 // off: no refusal, and the offset is still measured and reported. On Redis
 // the bound also caps how far past its clock a mark may be set, which its
-// restart floor (TTL + d) relies on; see docs/machineid_redis.md.
+// restart floor (its start + TTL + d) relies on; see docs/machineid_redis.md.
 func WithMaxClockOffset(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.maxOffset = d })
 }

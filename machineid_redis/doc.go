@@ -20,10 +20,10 @@
 // whatever their clocks say. Every script reads Redis's clock (TIME), which
 // a holder's is checked against when it takes an ID
 // (machineid.WithMaxClockOffset), and no mark is set more than the TTL and
-// that bound past it; after a restart that lost the marks, every ID waits
-// out a restart floor of TTL + the bound past the restart, counted on
-// Redis's clock, which holds for TTL + twice the bound: a newcomer's clock
-// may read the bound behind Redis's.
+// that bound past it. A restart may forget the marks or roll them back to
+// a snapshot, for good: every take then reads each mark as at least the
+// restart floor, the server's start on its clock plus TTL + the bound, for
+// as long as the server runs.
 //
 // The options common to every store are in package machineid. What a user
 // sees on a first lease, a loss, a restart or a failover, and what the
