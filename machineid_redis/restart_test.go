@@ -15,6 +15,7 @@ import (
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/redistest"
 	"github.com/ringflake/ringflake/machineid"
+	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
 // TestRedisRestartWithLiveHolder restarts Redis under a live holder. The
@@ -251,7 +252,7 @@ func TestGeneratorRefusesAnIDItCannotEncode(t *testing.T) {
 }
 
 // TestForgottenMarksStayCovered is issue 28's scenario. A holder on ID 0
-// issues one ID a millisecond and dies as Redis restarts, forgetting its
+// (in host mode, the host's ID) issues one ID a millisecond and dies as Redis restarts, forgetting its
 // lease and mark or rolling back to a snapshot taken at its first ID,
 // which it then issued past. Well after the restart, a newcomer with a
 // correct clock takes ID 0 and must issue at once; its clock then steps
@@ -262,20 +263,25 @@ func TestGeneratorRefusesAnIDItCannotEncode(t *testing.T) {
 func TestForgottenMarksStayCovered(t *testing.T) {
 	t.Parallel()
 	const life = 2 * time.Second // the TTL of the issue's scenario
+	lease := []machineid.Option{machineid.WithRange(0, 0)}
+	host := []machineid.Option{machineid.WithRange(1, 1), mr.WithHostMapping("10.28.0.1")} // the mapping is lost too: the newcomer gets ID 1 again
 	for _, tt := range []struct {
 		name     string
 		snapshot bool
+		mode     []machineid.Option
 	}{
-		{"data lost", false},
-		{"rolled back to a snapshot", true},
+		{"data lost", false, lease},
+		{"rolled back to a snapshot", true, lease},
+		{"host mode, data lost", false, host},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			opts := append([]machineid.Option{machineid.WithTTL(life)}, tt.mode...)
 			srv := settled(t, life+2*bound)
 			// The dead holder's own client: closed when it dies, so that
 			// its renewals never reach the restarted server.
 			ca := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-			a := leased(t, ca, machineid.WithRange(0, 0), machineid.WithTTL(life))
+			a := leased(t, ca, opts...)
 			ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithMaxWait(-1))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = ga.Close() })
@@ -301,11 +307,12 @@ func TestForgottenMarksStayCovered(t *testing.T) {
 			srv.WaitUptime(life + 2*bound) // past the window the restart floor once had
 			var back atomic.Int64          // how far the newcomer's clock reads behind the true one, ns
 			clock := func() time.Time { return time.Now().Add(-time.Duration(back.Load())) }
-			b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithTTL(life))
+			b := leased(t, client(t, srv.Addr), opts...)
 			before := time.Now()
 			gb, err := ringflake.New(acquireCtx(t), ringflake.WithMachineIDSource(b), ringflake.WithClock(clock), ringflake.WithMaxWait(-1))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = gb.Close() })
+			require.Equal(t, ga.Lease().ID, gb.Lease().ID, "the newcomer should take the dead holder's ID")
 			assert.True(t, gb.Lease().After.Before(before),
 				"a newcomer with a correct clock should find its inherited mark (%v) already past when it took the ID (%v)", gb.Lease().After, before)
 			_, err = gb.NextID()
