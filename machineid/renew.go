@@ -334,9 +334,17 @@ func (h *Holder) expire() {
 		if mutant.On(mutant.WallExpiry) {
 			left = h.lease.Until.Add(-h.cfg.margin).Sub(wall)
 		}
-		if left > 0 {
+		switch {
+		case left > 0:
 			h.expiry.Reset(left)
-		} else {
+		case h.lasts && !answered(h.lastErr):
+			// A lease that lasts while the process lives (a file lock):
+			// no one can take the ID, and the store has not answered
+			// since the last confirmed call (an fsync that hangs), so it
+			// stays held, and the generator issues up to the mark that
+			// call confirmed, no further. Look again after a retry.
+			h.expiry.Reset(h.cfg.ttl / 10)
+		default:
 			next := h.lease
 			next.Held = false
 			next.Err = h.lapsed(next.ID, h.lastErr)
@@ -347,6 +355,13 @@ func (h *Holder) expire() {
 	if changed {
 		h.notify()
 	}
+}
+
+// answered reports whether err, a failed call's error, is the store's
+// answer, not a call that ran out of time or was cut short; nil is no
+// answer.
+func answered(err error) bool {
+	return err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
 
 // run renews s's lease every TTL/3 until Release, and takes one again

@@ -145,6 +145,15 @@ type Limits struct {
 	MaxID int64
 	// MaxIDs is the most IDs a range may have.
 	MaxIDs int64
+	// Lasts says that the store's lease does not run out with time: a
+	// file lock lasts as long as the process, and no one else can take
+	// the ID meanwhile. The Holder then lets the lease lapse at its
+	// deadline only if the store has answered a call with an error since
+	// the last one it confirmed; while the store has not answered (a call
+	// that ran out of time: an fsync that hangs), the lease stays held,
+	// and only the mark bounds the generator, which issues up to the Until
+	// last confirmed, as with every store.
+	Lasts bool
 	// Clock says that the store's Take reports a reference clock
 	// (Grant.Clock). The Holder then takes a new lease with a zero
 	// Claim.Until, so that no mark is raised yet, checks its clock against
