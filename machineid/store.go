@@ -159,6 +159,11 @@ type Limits struct {
 	// Claim.Until, so that no mark is raised yet, checks its clock against
 	// the reading ([WithMaxClockOffset]), and raises the mark with a Renew
 	// only if the clock passes: a clock that is off never writes a mark.
-	// A refused holder releases the lease at once, keeping the mark.
+	// If that Take's round trip was longer than half the bound (it waited
+	// inside the call, as a Kubernetes take waits for a Lease to expire),
+	// the Holder calls Take again, with a zero Until, and judges that
+	// reading too, so the store must answer a Take for an ID its token
+	// holds without waiting. A refused holder releases the lease at once,
+	// keeping the mark.
 	Clock bool
 }
