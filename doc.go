@@ -52,8 +52,10 @@
 // # Clocks and waits
 //
 // After a step back, the ticks the clock shows again keep serving from their
-// spare sequence; a step longer than the ring's span (N ticks) continues a
-// later tick the clock had shown. When no spare sequence is left, a call
+// spare sequence. After a step longer than the ring's span (N ticks), a tick
+// whose slot last served a later tick (N, 2N, ... ticks on) continues that
+// tick's sequence, and one whose slot is empty or served an earlier tick
+// starts fresh. When no spare sequence is left, a call
 // waits at most MaxWait ([WithMaxWait]) and then fails with a [*ClockError]
 // wrapping [ErrClockBehind] that says by how much. An ID's time is therefore
 // the clock's reading, or after a long step back a time the clock had

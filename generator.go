@@ -52,8 +52,9 @@ type Generator struct {
 // ctx bounds New's waits: for the machine ID source, and for the clock to
 // pass the mark a leased machine ID inherited. Without a deadline, New gives
 // up after 30 s; a cancelled ctx ends New at once. Either way New returns
-// within 50 ms of ctx's end, whatever its source does, releasing what a
-// Leaser took. ctx only bounds New: the generator outlives it.
+// within 50 ms of ctx's end, whatever its source does (a Leaser's Watch,
+// and so a slow watcher of its lease, included), releasing what a Leaser
+// took. ctx only bounds New: the generator outlives it.
 //
 // New returns an error wrapping [ErrInvalidConfig] if ctx is nil, no
 // machine ID or both kinds are given, an option is out of range, the

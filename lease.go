@@ -91,7 +91,11 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 		}
 	}()
 	holderclock.Set(leaser, clock)
-	stopNotice := g.noticeIDWait(leaser)
+	stopNotice, err := g.noticeIDWait(ctx, leaser)
+	if err != nil {
+		owned = false
+		return g.giveUp(ctx, c, time.Time{}, err)
+	}
 	id, err := g.acquire(ctx, b, src, c)
 	stopNotice()
 	switch {
@@ -106,7 +110,13 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 		return g.giveUp(ctx, c, time.Time{}, fmt.Errorf("getting the machine ID: %w", err))
 	}
 	g.state.Store(&machineState{machine: id, kind: pending, lease: machineid.Lease{ID: id}, changed: make(chan struct{})})
-	g.stopWatch = leaser.Watch(g.setLease)
+	stop, err := g.watch(ctx, leaser, g.setLease)
+	if err != nil {
+		owned = false
+		g.shut()
+		return g.giveUp(ctx, c, time.Time{}, fmt.Errorf("following the machine ID's lease: %w", err))
+	}
+	g.stopWatch = func() { go stop() } // stop waits for the watcher being told, and Close must not
 	if err := g.awaitMark(ctx, b); err != nil {
 		owned = false
 		g.shut()
@@ -121,15 +131,16 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 // that New waits for an ID of a full range to free, when l reports it
 // (an Err wrapping machineid.ErrExhausted): to the logger of WithLogger at
 // once, or else to slog.Default if the wait lasts a second. It returns a
-// func that stops watching; nothing is said after it.
-func (g *Generator) noticeIDWait(l machineid.Leaser) (stop func()) {
+// func that stops watching, without waiting; nothing is said after it. It
+// returns watch's error if l's Watch does not return within ctx.
+func (g *Generator) noticeIDWait(ctx context.Context, l machineid.Leaser) (stop func(), err error) {
 	var (
 		mu     sync.Mutex // protects the fields below
 		told   bool
 		done   bool
 		notify *time.Timer
 	)
-	unwatch := l.Watch(func(le machineid.Lease) {
+	unwatch, err := g.watch(ctx, l, func(le machineid.Lease) {
 		mu.Lock()
 		defer mu.Unlock()
 		if told || done || le.Held || !errors.Is(le.Err, machineid.ErrExhausted) {
@@ -149,15 +160,62 @@ func (g *Generator) noticeIDWait(l machineid.Leaser) (stop func()) {
 			}
 		})
 	})
+	if err != nil {
+		return nil, err
+	}
 	return func() {
-		unwatch()
+		go unwatch()
 		mu.Lock()
 		defer mu.Unlock()
 		done = true
 		if notify != nil {
 			notify.Stop()
 		}
+	}, nil
+}
+
+// errWatchExited is what a Leaser's Watch that called runtime.Goexit
+// panics with on New's goroutine.
+var errWatchExited = errors.New("ringflake: the Leaser's Watch exited its goroutine (runtime.Goexit)")
+
+// watch calls l.Watch(fn) and returns its stop, waiting for it until ctx
+// ends and New's grace past that (see untilGrace): a Holder's Watch waits
+// for the watcher that another call is telling, and a slow watcher, such as
+// a log handler stuck on its sink, must not hold New past its context. So
+// Watch runs on a goroutine of its own; if New gives up on it, that
+// goroutine stops the watch once Watch returns, and fn may be told until
+// then: noticeIDWait's fn ignores it, and setLease ignores a report once
+// the generator is closed. A panic in Watch goes on to New's caller, as a
+// direct call's would.
+func (g *Generator) watch(ctx context.Context, l machineid.Leaser, fn func(machineid.Lease)) (stop func(), err error) {
+	type answer struct {
+		stop func()
+		p    any // Watch's panic, if it panicked
 	}
+	got := make(chan answer, 1) // buffered: the goroutine never blocks on a New that gave up
+	go func() {
+		a := answer{p: errWatchExited}
+		defer func() {
+			if p := recover(); p != nil {
+				a = answer{p: p}
+			}
+			got <- a
+		}()
+		a = answer{stop: l.Watch(fn)}
+	}()
+	a, ok := untilGrace(ctx, got, &g.graceEnd)
+	switch {
+	case !ok:
+		go func() {
+			if a := <-got; a.stop != nil {
+				a.stop()
+			}
+		}()
+		return nil, fmt.Errorf("the machine ID source's Watch (%T) did not return: %w", l, ctx.Err())
+	case a.p != nil:
+		panic(a.p)
+	}
+	return a.stop, nil
 }
 
 // checkID returns an error wrapping ErrInvalidConfig for a machine ID from

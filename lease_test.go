@@ -478,9 +478,9 @@ func (w watchPanicsLeaser) Watch(fn func(machineid.Lease)) func() {
 	return w.fakeLeaser.Watch(fn)
 }
 
-// Watch is called on New's own goroutine, so its panic goes on to New's
-// caller as a direct call's would; the claim on the Leaser is undone all
-// the same.
+// Watch's panic goes on to New's caller as a direct call's would, though
+// Watch runs on a goroutine of its own (so that a slow watcher cannot hold
+// New past its context); the claim on the Leaser is undone all the same.
 func TestPanickingWatchFreesItsLeaser(t *testing.T) {
 	t.Parallel()
 	w := watchPanicsLeaser{newFakeLeaser(machineid.Lease{ID: 4, Held: true}), new(atomic.Int32)}

@@ -92,9 +92,9 @@ func WithRingSize(n int) Option {
 // lease. A call may overrun it by the timers' lateness: a millisecond or two
 // on an idle machine, more when its CPUs are busy. If the clock says the
 // wait would be longer than what is left, the call fails at once rather
-// than sleep. Zero means never wait: fail at once. NextN's whole batch
-// shares one MaxWait, so a batch larger than about
-// (MaxWait/Tick)×2^SequenceBits cannot succeed. The default is 100 ms.
+// than sleep. A negative d means never wait: fail at once; zero means the
+// default, 100 ms. NextN's whole batch shares one MaxWait, so a batch
+// larger than about (MaxWait/Tick)×2^SequenceBits cannot succeed.
 func WithMaxWait(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.maxWait = d })
 }

@@ -286,3 +286,57 @@ func offsetHolder(t *testing.T, keeps bool) (*machineid.Holder, *memStore, func(
 	require.NoError(t, err)
 	return h, s, func(d time.Duration) { off.Store(int64(d)) }
 }
+
+// slowFirstTake is a memClient whose first Take waits 12s inside the call
+// before it takes, as a Kubernetes take waits TTL + margin for an abandoned
+// Lease: the store's reading comes at the end of a long round trip.
+type slowFirstTake struct {
+	*memClient
+	takes atomic.Int32
+}
+
+func (c *slowFirstTake) Take(ctx context.Context, cl machineid.Claim) (machineid.Grant, error) {
+	if c.takes.Add(1) == 1 {
+		time.Sleep(12 * time.Second)
+	}
+	return c.memClient.Take(ctx, cl)
+}
+
+// TestSlowTakeHidesNoOffset takes an ID with a first take that waits 12s
+// inside its call: half that round trip must not hide a clock 8s ahead of a
+// 2s bound. It is refused, and writes no mark; a right clock, after the
+// same wait, takes the ID, measured by a quick call.
+func TestSlowTakeHidesNoOffset(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		off  time.Duration
+	}{
+		{"8s ahead", 8 * time.Second},
+		{"right", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newMemStore(true)
+				s.clocked = true
+				c := &slowFirstTake{memClient: newMemClient(s)}
+				h, err := machineid.NewHolder(c, &memSettings{}, clockedLimits, machineid.WithRange(0, 0), machineid.WithTTL(10*time.Second))
+				require.NoError(t, err)
+				require.True(t, holderclock.Set(h, func() time.Time { return time.Now().Add(tt.off) }))
+				defer func() { _ = h.Release(time.Time{}) }()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, err = h.MachineID(ctx)
+				if tt.off == 0 {
+					require.NoError(t, err)
+					assert.Less(t, h.Lease().Clock.Within, time.Second, "measured by the quick call: %v", h.Lease().Clock)
+					return
+				}
+				require.ErrorIs(t, err, machineid.ErrClockOffset)
+				var ce *machineid.ClockOffsetError
+				require.ErrorAs(t, err, &ce)
+				assert.InDelta(t, tt.off, ce.By, float64(time.Second), "the offset: %v", ce.ClockOffset)
+				assert.True(t, s.mark(0).IsZero(), "the refused holder wrote a mark: %v", s.mark(0))
+			})
+		})
+	}
+}

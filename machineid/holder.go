@@ -30,6 +30,7 @@ type Holder struct {
 	cfg     config                           // written once by NewHolder
 	name    string                           // written once by NewHolder
 	clocked bool                             // the store's Take reports a reference clock (Limits.Clock); written once by NewHolder
+	lasts   bool                             // the store's lease lasts until lost or released (Limits.Lasts); written once by NewHolder
 	clock   atomic.Pointer[func() time.Time] // the marks' clock; nil means time.Now. Set by holderclock
 	seeded  atomic.Pointer[jitterSource]     // the jitter's source; nil means math/rand/v2's. Set by holderseed, used under turn
 
@@ -135,6 +136,7 @@ func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Ho
 		cfg:      c,
 		name:     lim.Name,
 		clocked:  lim.Clock,
+		lasts:    lim.Lasts,
 		turn:     make(chan struct{}, 1),
 		lease:    Lease{ID: -1},
 		watchers: make(map[int]func(Lease)),

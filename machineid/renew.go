@@ -57,8 +57,8 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	}
 	off := h.measure(g.Clock, c.Now, time.Since(sent))
 	if check {
-		if off.Past() {
-			return h.refuse(ctx, s, c, g.ID, off, timeout)
+		if off, err = h.judge(ctx, s, c, g.ID, off, time.Since(sent), timeout); err != nil {
+			return err
 		}
 		var raised ClockOffset
 		if sent, raised, err = h.raise(ctx, s, &g, timeout); err != nil {
@@ -70,6 +70,51 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	}
 	h.confirm(s, g, sent, true, off)
 	return nil
+}
+
+// judge checks the clock's offset off, which a take of id with the claim c
+// measured over a round trip of rtt, before any mark is raised, and returns
+// the offset it judged by, or the refusal. The caller holds h.turn.
+//
+// Invariant: no mark is raised from a clock that a quick call could have
+// shown to be past the bound. Half the round trip is part of the
+// uncertainty, and a take may wait inside its call (Kubernetes waits
+// TTL + margin for an abandoned Lease), which would hide a clock off by as
+// much: 8s ahead passes a 2s bound after a 12s wait. So when the round trip
+// is longer than half the bound, the token's ID is taken again, with no mark
+// proposed: the store finds the token's own holding and answers at once,
+// and that call's reading is judged too. Each measurement bounds the true
+// offset on its own, so a clock refused by either is surely off, and a
+// right one passes both.
+func (h *Holder) judge(ctx context.Context, s *session, c Claim, id int64, off ClockOffset, rtt time.Duration, timeout time.Duration) (ClockOffset, error) {
+	if off.Past() {
+		return off, h.refuse(ctx, s, c, id, off, timeout)
+	}
+	if off.Against == "" || off.Bound < 0 || rtt <= off.Bound/2 {
+		return off, nil
+	}
+	sent := time.Now()
+	c = h.claim(s)
+	c.Until = time.Time{}
+	var g Grant
+	err := h.call(ctx, s, timeout, fmt.Sprintf("taking machine ID %d again to check the clock", id), func(ctx context.Context) (err error) {
+		g, err = h.store.Take(ctx, c)
+		return err
+	})
+	switch {
+	case err != nil:
+		return off, h.failed(s, err)
+	case g.ID != id:
+		return off, h.failed(s, h.errorf("taking machine ID %d again to check the clock: the store granted %d", id, g.ID))
+	}
+	again := h.measure(g.Clock, c.Now, time.Since(sent))
+	if again.Past() {
+		return again, h.refuse(ctx, s, c, id, again, timeout)
+	}
+	if again.Against == "" || again.Within > off.Within {
+		return off, nil
+	}
+	return again, nil
 }
 
 // raise sets the mark of the ID in g, which a take with a zero Until got,
@@ -289,9 +334,17 @@ func (h *Holder) expire() {
 		if mutant.On(mutant.WallExpiry) {
 			left = h.lease.Until.Add(-h.cfg.margin).Sub(wall)
 		}
-		if left > 0 {
+		switch {
+		case left > 0:
 			h.expiry.Reset(left)
-		} else {
+		case h.lasts && !answered(h.lastErr):
+			// A lease that lasts while the process lives (a file lock):
+			// no one can take the ID, and the store has not answered
+			// since the last confirmed call (an fsync that hangs), so it
+			// stays held, and the generator issues up to the mark that
+			// call confirmed, no further. Look again after a retry.
+			h.expiry.Reset(h.cfg.ttl / 10)
+		default:
 			next := h.lease
 			next.Held = false
 			next.Err = h.lapsed(next.ID, h.lastErr)
@@ -302,6 +355,13 @@ func (h *Holder) expire() {
 	if changed {
 		h.notify()
 	}
+}
+
+// answered reports whether err, a failed call's error, is the store's
+// answer, not a call that ran out of time or was cut short; nil is no
+// answer.
+func answered(err error) bool {
+	return err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }
 
 // run renews s's lease every TTL/3 until Release, and takes one again

@@ -145,11 +145,25 @@ type Limits struct {
 	MaxID int64
 	// MaxIDs is the most IDs a range may have.
 	MaxIDs int64
+	// Lasts says that the store's lease does not run out with time: a
+	// file lock lasts as long as the process, and no one else can take
+	// the ID meanwhile. The Holder then lets the lease lapse at its
+	// deadline only if the store has answered a call with an error since
+	// the last one it confirmed; while the store has not answered (a call
+	// that ran out of time: an fsync that hangs), the lease stays held,
+	// and only the mark bounds the generator, which issues up to the Until
+	// last confirmed, as with every store.
+	Lasts bool
 	// Clock says that the store's Take reports a reference clock
 	// (Grant.Clock). The Holder then takes a new lease with a zero
 	// Claim.Until, so that no mark is raised yet, checks its clock against
 	// the reading ([WithMaxClockOffset]), and raises the mark with a Renew
 	// only if the clock passes: a clock that is off never writes a mark.
-	// A refused holder releases the lease at once, keeping the mark.
+	// If that Take's round trip was longer than half the bound (it waited
+	// inside the call, as a Kubernetes take waits for a Lease to expire),
+	// the Holder calls Take again, with a zero Until, and judges that
+	// reading too, so the store must answer a Take for an ID its token
+	// holds without waiting. A refused holder releases the lease at once,
+	// keeping the mark.
 	Clock bool
 }

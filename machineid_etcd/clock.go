@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -23,6 +25,19 @@ import (
 // old to read as it is; instead its lease's TimeToLive says how long ago it
 // was last kept alive, to the second (etcd truncates what is left to whole
 // seconds), so a record is aged to within half a second, whatever the TTL.
+//
+// That holds only while no leader has been elected since: a new leader
+// keeps every lease alive anew, so for a renewal period after a leader
+// change a record's TimeToLive would make it seem as young as the change,
+// and a fleet clock read from it lag by up to TTL/3 (or a TTL). So each
+// record carries the raft term its keep-alive was answered in, and a
+// reader leaves out a record whose term is not the one its own TimeToLive
+// is answered in: etcd elects every leader in a term of its own, and a
+// lease is kept alive anew only by the leader of a new term. Within TTL/3
+// of a change every live holder has recorded its clock in the new term;
+// until then a newcomer reads fewer records, or none, and with none its
+// clock goes unchecked, as the first holder's does.
+//
 // The median of a few such estimates stands for the fleet's clock, with an
 // uncertainty of half a second plus the call's round trip; one holder whose
 // clock is off, or whose record lags a failed write, does not move it.
@@ -41,9 +56,33 @@ func (s *store) listClocks() clientv3.Op {
 }
 
 // putClock is the operation that records the holder's clock, c.Now, on
-// lease.
-func (s *store) putClock(c machineid.Claim, lease clientv3.LeaseID) clientv3.Op {
-	return clientv3.OpPut(s.clockKey(c.Token), strconv.FormatInt(c.Now.UnixNano(), 10), clientv3.WithLease(lease))
+// lease, which was kept alive in the raft term term: "<ns> <term>".
+func (s *store) putClock(c machineid.Claim, lease clientv3.LeaseID, term uint64) clientv3.Op {
+	v := strconv.FormatInt(c.Now.UnixNano(), 10) + " " + strconv.FormatUint(term, 10)
+	return clientv3.OpPut(s.clockKey(c.Token), v, clientv3.WithLease(lease))
+}
+
+// parseClock returns the clock and raft term of a record putClock wrote;
+// ok is false if it does not parse (a record of v0.1.0 has no term).
+func parseClock(v []byte) (ns int64, term uint64, ok bool) {
+	a, b, found := strings.Cut(string(v), " ")
+	if !found {
+		return 0, 0, false
+	}
+	ns, err := strconv.ParseInt(a, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	term, err = strconv.ParseUint(b, 10, 64)
+	return ns, term, err == nil
+}
+
+// termOf returns the raft term of a response's header, 0 if it has none.
+func termOf(h *etcdserverpb.ResponseHeader) uint64 {
+	if h == nil {
+		return 0
+	}
+	return h.RaftTerm
 }
 
 // fleetClock estimates the live holders' clocks from kvs, their records,
@@ -104,14 +143,15 @@ func briefly(ctx context.Context) (context.Context, context.CancelFunc) {
 // aged returns the record kv's holder's clock now: the clock it recorded
 // when it kept its lease alive, plus how long ago that was by the lease's
 // TimeToLive, the middle of the second etcd truncates it to. It returns the
-// zero Time if the record does not parse or its lease is gone.
+// zero Time if the record does not parse, its lease is gone, or a leader
+// was elected since it was recorded (see above).
 func (s *store) aged(ctx context.Context, kv *mvccpb.KeyValue) time.Time {
-	ns, err := strconv.ParseInt(string(kv.Value), 10, 64)
-	if err != nil {
+	ns, term, ok := parseClock(kv.Value)
+	if !ok || term == 0 {
 		return time.Time{}
 	}
 	r, err := s.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-	if err != nil || r.TTL < 0 {
+	if err != nil || r.TTL < 0 || termOf(r.ResponseHeader) != term {
 		return time.Time{}
 	}
 	age := max(time.Duration(r.GrantedTTL-r.TTL)*time.Second-time.Second/2, 0)

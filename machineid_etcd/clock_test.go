@@ -114,3 +114,34 @@ func TestExhaustedSaysWhoHolds(t *testing.T) {
 	assert.ErrorContains(t, err, `machine IDs 0..1 held, each by an owner key under "ringflake/machineid/owner/" (holders are random tokens); the first frees in at most `)
 	assert.ErrorContains(t, err, "; waited ")
 }
+
+// TestFleetClockAfterLeaderChange kills the leader of a three-member
+// cluster while three holders' clock records are 12s old: the new leader
+// keeps every etcd lease alive anew, so their TimeToLive no longer says how
+// old the records are. A newcomer on the true clock, asking within the next
+// TTL, must not be refused for a fleet clock that seems 12s behind.
+func TestFleetClockAfterLeaderChange(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.StartCluster(t)
+	// A TTL of 60s: renewals every 20s, so no holder records its clock
+	// again before the newcomer asks.
+	long := []machineid.Option{machineid.WithRange(0, 7), machineid.WithTTL(time.Minute)}
+	for range 3 {
+		acquire(t, newHolder(t, newClient(t, e.Endpoints()), long...))
+	}
+	time.Sleep(12 * time.Second) // the records age
+	leader := e.Leader()
+	leader.Kill()
+	t.Logf("killed the leader, %s; %s leads now", leader.Name, e.Leader().Name)
+	l := newHolder(t, newClient(t, e.Endpoints()), long...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(l))
+	require.NoError(t, err, "a newcomer on the true clock, after a leader change")
+	t.Cleanup(func() { _ = g.Close() })
+	c := g.Lease().Clock
+	t.Logf("the newcomer's clock: %v", c)
+	if c.Against != "" {
+		assert.InDelta(t, 0, c.By, float64(c.Within), "a right clock: %v", c)
+	}
+}

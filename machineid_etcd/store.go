@@ -129,7 +129,7 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (_ machi
 	if h == nil || h.lease == 0 {
 		return machineid.Grant{}, fmt.Errorf("%w: machine ID %d: this holding has no etcd lease", machineid.ErrLeaseLost, id)
 	}
-	_, err = s.client.KeepAliveOnce(ctx, h.lease)
+	ka, err := s.client.KeepAliveOnce(ctx, h.lease)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		lease := h.lease
 		h.lease = 0
@@ -141,7 +141,7 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (_ machi
 	tr, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.Value(s.ownerKey(id)), "=", c.Token),
 			clientv3.Compare(clientv3.LeaseValue(s.ownerKey(id)), "=", h.lease)).
-		Then(clientv3.OpPut(s.markKey(id), strconv.FormatInt(mark, 10)), s.putClock(c, h.lease), s.listClocks()).
+		Then(clientv3.OpPut(s.markKey(id), strconv.FormatInt(mark, 10)), s.putClock(c, h.lease, termOf(ka.ResponseHeader)), s.listClocks()).
 		Else(clientv3.OpGet(s.ownerKey(id))).
 		Commit()
 	if err != nil {

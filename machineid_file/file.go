@@ -19,14 +19,16 @@ var ErrCorrupt = sentinel.New("machineid_file: not an intact mark file")
 
 // limits are the bounds of the file store: the Holder's own, with ranges
 // of at most 65536 IDs, each a file, and a default TTL of its own.
-var limits = machineid.Limits{Name: "machineid_file", MaxIDs: 1 << 16, DefaultTTL: defaultTTL}
+var limits = machineid.Limits{Name: "machineid_file", MaxIDs: 1 << 16, DefaultTTL: defaultTTL, Lasts: true}
 
 // defaultTTL is how far ahead of the clock the mark is written by default.
 // The lock, not a TTL, keeps a twin out, so the step can be short: a
 // restart after a crash waits out at most this much of the mark, and the
 // cost is an fsync at every renewal, every TTL/3 (6 a second). It also
 // bounds how long a stalled disk can hold up a renewal before the
-// generator stops issuing: TTL − margin − TTL/3, 233ms at the defaults.
+// generator reaches the mark last made durable and waits: TTL − TTL/3,
+// 333ms at the defaults. The lease does not lapse while the disk does not
+// answer (Limits.Lasts).
 const defaultTTL = 500 * time.Millisecond
 
 // maxAhead is how far ahead of the clock a mark may be before Take refuses
@@ -62,9 +64,11 @@ func WithSource(src machineid.Source) machineid.Option {
 // TTL (default 500ms, where other stores' is 10s) is how far ahead of the
 // clock the mark is written, and renewed, at every TTL/3, each time with
 // an fsync: the lease itself lasts as long as the process. A restart after
-// a crash waits at most the TTL for the clock to pass the mark; a renewal
-// that the disk holds up for longer than TTL − margin − TTL/3 (233ms at
-// the defaults) stops the generator until it is done.
+// a crash waits at most the TTL for the clock to pass the mark. A renewal
+// that the disk holds up (an fsync that hangs) never makes the lease lapse:
+// the generator issues up to the mark last made durable, and if the
+// renewal takes longer than TTL − TTL/3 (333ms at the defaults), waits
+// there until it is done.
 //
 // New does not touch dir: the Holder's first MachineID does, creating it
 // if need be. New returns an error wrapping ringflake.ErrInvalidConfig for

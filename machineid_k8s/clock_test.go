@@ -82,3 +82,57 @@ func testExhaustedSaysWho(t *testing.T, s *k8stest.Server, ns string) {
 	assert.ErrorContains(t, err, "machine IDs 0..1 held by pod-a, pod-b (Leases ringflake-machine-* in the namespace "+ns+", seen renewed within their duration plus the margin); the first may be taken over in at most ")
 	assert.ErrorContains(t, err, "; waited ")
 }
+
+// longTTL is the TTL of the tests whose take waits inside its call: a
+// contender waits 12s (TTL + margin) to take an abandoned ID over.
+const longTTL = 10 * time.Second
+
+// abandoned has a holder take machine ID 0 of 0..0 with longTTL and then
+// lose its network, as a pod cut off would: its Lease stays held, unrenewed,
+// until a contender has seen it unchanged for TTL + margin. It returns the
+// Lease's mark.
+func abandoned(t *testing.T, s *k8stest.Server, ns string) string {
+	c := newClient(t, s, s.Token(k8stest.Admin))
+	_, err := machineID(newHolder(t, c, ns, machineid.WithRange(0, 0), machineid.WithTTL(longTTL), machineid_k8s.WithIdentity("gone")))
+	require.NoError(t, err)
+	c.cut.Store(true)
+	return getLease(t, newClient(t, s, s.Token(k8stest.Admin)), ns, "ringflake-machine-0").Annotations["ringflake.io/mark"]
+}
+
+// testTakeWaitsClockAhead has a newcomer whose clock is 8s ahead take an
+// abandoned ID: its take waits 12s inside the call, and half that round
+// trip must not hide the offset. It is refused, and writes no mark.
+func testTakeWaitsClockAhead(t *testing.T, s *k8stest.Server, ns string) {
+	mark := abandoned(t, s, ns)
+	l := newHolder(t, newClient(t, s, s.Token(k8stest.Admin)), ns, machineid.WithRange(0, 0), machineid.WithTTL(longTTL))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ahead := func() time.Time { return time.Now().Add(8 * time.Second) }
+	_, err := ringflake.New(ctx, ringflake.WithMachineIDSource(l), ringflake.WithClock(ahead))
+	require.ErrorIs(t, err, machineid.ErrClockOffset, "a clock 8s ahead, after a take that waited")
+	var ce *machineid.ClockOffsetError
+	require.ErrorAs(t, err, &ce)
+	t.Logf("refused: %v", ce.ClockOffset)
+	assert.Less(t, ce.Within, time.Second, "the offset judged from a quick call: %v", ce.ClockOffset)
+	lease := getLease(t, newClient(t, s, s.Token(k8stest.Admin)), ns, "ringflake-machine-0")
+	assert.Nil(t, lease.Spec.HolderIdentity, "the refused holder must free the Lease")
+	assert.Equal(t, mark, lease.Annotations["ringflake.io/mark"], "the refused holder must write no mark")
+}
+
+// testTakeWaitsClockRight has a newcomer on the right clock take an
+// abandoned ID: its take waits 12s inside the call, and it takes the ID,
+// its clock measured to within half the API server's second and a quick
+// call's round trip.
+func testTakeWaitsClockRight(t *testing.T, s *k8stest.Server, ns string) {
+	abandoned(t, s, ns)
+	l := newHolder(t, newClient(t, s, s.Token(k8stest.Admin)), ns, machineid.WithRange(0, 0), machineid.WithTTL(longTTL))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(l))
+	require.NoError(t, err, "a right clock, after a take that waited")
+	t.Cleanup(func() { _ = g.Close() })
+	c := g.Lease().Clock
+	t.Logf("the newcomer's clock: %v", c)
+	assert.Equal(t, "the API server's clock", c.Against)
+	assert.InDelta(t, 0, c.By, float64(c.Within+100*time.Millisecond), "a right clock: %v", c)
+}

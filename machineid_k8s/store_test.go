@@ -34,6 +34,8 @@ func TestStore(t *testing.T) {
 		{"missing namespace", testMissingNamespace},
 		{"clock ahead", testClockAhead},
 		{"clock off", testClockOff},
+		{"take waits clock ahead", testTakeWaitsClockAhead},
+		{"take waits clock right", testTakeWaitsClockRight},
 		{"exhausted says who", testExhaustedSaysWho},
 	} {
 		ns := strings.ReplaceAll(tt.name, " ", "-")
