@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/fakeclock"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -125,7 +126,12 @@ func TestLogClockOffWhileHeld(t *testing.T) {
 // calls' waits, at most their total.
 func TestStatsLongestWait(t *testing.T) {
 	t.Parallel()
-	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1))
+	// The clock moves only when read, a quarter of a tick a reading, so the
+	// call runs out of its tick and waits whatever the machine's load: with
+	// the real clock, a call preempted past a tick's end found the next tick
+	// free and never waited.
+	clock := fakeclock.NewTicker(at(3, 0), 250*time.Microsecond)
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineID(1), ringflake.WithClock(clock.Now), ringflake.WithMaxWait(time.Minute))
 	require.NoError(t, err)
 	assert.Zero(t, g.Stats().LongestWait, "before any wait")
 	assert.Zero(t, g.Stats().StartWait, "a fixed machine ID")
