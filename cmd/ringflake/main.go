@@ -18,15 +18,16 @@
 //
 // Exit status: 0 on success, and for serve after a SIGTERM or SIGINT that
 // stopped it cleanly; 2 for bad input, with a one-line reason on stderr; 1
-// for a failure (no machine ID to be had, a failure while generating or
-// writing the chart, a drain that timed out, a lease that could not be
-// released, as when the store is down at exit) and for gen stopped by a
-// signal; 141 for gen whose reader went away.
+// for a failure (gen's machine ID not to be had, a failure while
+// generating or writing the chart, a drain that timed out, a lease that
+// could not be released, as when the store is down at exit) and for gen
+// stopped by a signal; 141 for gen whose reader went away. serve does not
+// exit for want of a machine ID: it asks again, unready, until a signal.
 //
 // A SIGTERM or SIGINT at any point, while the machine ID is acquired or
 // its mark waited out included, stops gen within about a second and serve
 // within --shutdown-timeout (the requests in flight), each then releasing
-// its lease within 5 s.
+// its lease within 5 s; serve waiting to ask its store again stops at once.
 package main
 
 import (
@@ -103,7 +104,9 @@ commands:
         GET /metrics                  Prometheus metrics of the generator, Go and the process
         GET /healthz, /readyz         up, from the moment it listens; able to issue now
                                       (503 with the reason if not, as while the machine
-                                      ID is acquired and the ID endpoints answer 503)
+                                      ID is acquired and the ID endpoints answer 503; a
+                                      store that cannot be reached, or refuses the clock,
+                                      is asked again until it answers, with no exit)
                                 HEAD works wherever GET does. IDs are decimal strings in
                                 JSON; bad input is a 4xx and a failure to issue a 503 (with
                                 Retry-After when waiting helps), each with {"error":"..."}

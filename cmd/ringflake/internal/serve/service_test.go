@@ -280,7 +280,7 @@ func TestServiceIssueErrors(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "generator is closed")
 	w = request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"ringflake: generator is closed"}`, w.Body.String())
+	assert.JSONEq(t, `{"ready":false,"reason":"ringflake: generator is closed"}`, w.Body.String(), "a closed generator has no machine ID")
 	assert.Empty(t, w.Header().Get("Retry-After"), "a closed generator never comes back")
 }
 
@@ -468,13 +468,14 @@ func TestServiceBeforeReady(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(start)
 	var wait atomic.Int64 // the Starting wait, in nanoseconds
-	svc := New(nil, Config{Starting: func() (string, time.Duration) {
-		return "acquiring the machine ID from the lease redis://x", time.Duration(wait.Load())
+	svc := New(nil, Config{Starting: func() (string, int64, time.Duration) {
+		return "acquiring the machine ID from the lease redis://x", -1, time.Duration(wait.Load())
 	}})
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/healthz").Code)
 	w := request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"acquiring the machine ID from the lease redis://x"}`, w.Body.String())
+	assert.JSONEq(t, `{"ready":false,"reason":"acquiring the machine ID from the lease redis://x"}`, w.Body.String(),
+		"no machine ID yet: none is given")
 	assert.Equal(t, "1", w.Header().Get("Retry-After"), "an unknown wait")
 	for _, path := range []string{"/v1/id", "/v1/ids?n=3", "/api/snowflake/get/k"} {
 		for _, method := range []string{"GET", "HEAD"} {
@@ -532,5 +533,32 @@ func TestServiceDecodeForms(t *testing.T) {
 		w := request(svc, "GET", tt.target)
 		assert.Equal(t, http.StatusOK, w.Code, "%s: body %s", tt.target, w.Body)
 		assert.JSONEq(t, tt.want, w.Body.String(), tt.target)
+	}
+}
+
+// /readyz before the generator is made gives the machine ID the service is
+// getting, the one its reason names, or none while it has none.
+func TestServiceReadyzMachineWhileStarting(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		reason  string
+		machine int64
+		want    string
+	}{
+		{"acquiring", "acquiring the machine ID from the lease redis://x", -1,
+			`{"ready":false,"reason":"acquiring the machine ID from the lease redis://x"}`},
+		{"acquiring one not held yet", "acquiring the machine ID from the lease redis://x: machine ID 4 is not held", 4,
+			`{"ready":false,"machine":4,"reason":"acquiring the machine ID from the lease redis://x: machine ID 4 is not held"}`},
+		{"starting with machine ID 0", "starting with machine ID 0 from the lease redis://x", 0,
+			`{"ready":false,"machine":0,"reason":"starting with machine ID 0 from the lease redis://x"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc := New(nil, Config{Starting: func() (string, int64, time.Duration) { return tt.reason, tt.machine, 0 }})
+			w := request(svc, "GET", "/readyz")
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+			assert.JSONEq(t, tt.want, w.Body.String())
+		})
 	}
 }
