@@ -185,8 +185,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"decode negative after a flag's value", []string{"decode", "--datacenter-bits", "5", "-5"}, `ringflake: decode: "-5" is not an ID in decimal, base32 or base58; as decimal: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
 			`ringflake: decode: "9223372036854775808" is not an ID in decimal, base32 or base58; as decimal: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
-		{"decode lowercase base32", []string{"decode", "0am7qe674q401"},
-			`ringflake: decode: "0am7qe674q401" is not an ID in decimal, base32 or base58; as base32: ParseBase32 "0am7qe674q401": invalid ID syntax: character "a" at offset 1 is not uppercase Crockford Base32`},
+		{"decode lowercase base32 with a U", []string{"decode", "0am7qe674q4u1"},
+			`ringflake: decode: "0am7qe674q4u1" is not an ID in decimal, base32 or base58; as base32: ParseBase32 "0AM7QE674Q4U1": invalid ID syntax: character "U" at offset 11 is not uppercase Crockford Base32`},
 		{"decode forced format", []string{"decode", "--format", "base32", "383078035417174017"},
 			`ringflake: decode: ParseBase32 "383078035417174017": invalid ID syntax: has 18 bytes; want 13 characters`},
 		{"decode bad format", []string{"decode", "--format", "hex", "1"},
@@ -314,6 +314,50 @@ func TestDecodeForms(t *testing.T) {
 	code, stdout, _ = invoke("decode", "--format", "base32", "0123456789012")
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "38390726480134178\ttime=2024-04-15T22:31:02.458Z\tmachine=72\tsequence=34\tticks=9153062458\n", stdout)
+}
+
+// decode reads IDs as people type them: Base32 in either case with
+// Crockford's aliases, surrounding spaces dropped; it refuses a word only
+// Base58 reads to a time no ID has, and hints, on stderr, at an ID whose
+// time no ringflake ID has, such as one of the js layout read under the
+// default.
+func TestDecodeReadsWhatPeopleType(t *testing.T) {
+	t.Parallel()
+	const want = "383078035417174017\ttime=2026-11-23T02:15:20.889Z\tmachine=185\tsequence=1\tticks=91332920889\n"
+	jsID, err := ringflake.JSLayout().Compose(ringflake.Parts{Time: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), Machine: 5, Sequence: 7})
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // "" for none
+		stderr string // what stderr holds, "" for nothing
+	}{
+		{"base32 lowercase", []string{"0am7qe674q401"}, 0, want, ""},
+		{"base32 with O and L", []string{"OAM7QE674Q4OL"}, 0, want, ""},
+		{"base32 aliases, named", []string{"--format", "base32", "oam7qe674q4o1"}, 0, want, ""},
+		{"a leading space", []string{" 383078035417174017"}, 0, want, ""},
+		{"spaces around base58", []string{" taKjQTiGEC\t"}, 0, want, ""},
+		{"abc", []string{"abc"}, 2, "",
+			`ringflake: decode: "abc" is a word, not an ID: as base58 it is 113019 (time 2024-01-01T00:00:00Z, machine 27, sequence 2427), before any ringflake ID (2026-11 on); give --format base58 to decode it so` + "\n"},
+		{"abc as base58, named", []string{"--format", "base58", "abc"}, 0, "113019\ttime=2024-01-01T00:00:00Z\tmachine=27\tsequence=2427\tticks=0\n",
+			"ringflake: decode: hint: 113019: time 2024-01-01T00:00:00Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID?\n"},
+		{"a js ID without --layout js", []string{jsID.String()}, 0, "376012800000327\ttime=2024-01-02T00:54:08.437Z\tmachine=512\tsequence=327\tticks=89648437\n",
+			"ringflake: decode: hint: 376012800000327: time 2024-01-02T00:54:08.437Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID? " +
+				"With --layout js it reads time 2026-11-28T12:00:00Z, machine 5, sequence 7.\n"},
+		{"a js ID with --layout js", []string{"--layout", "js", jsID.String()}, 0, "376012800000327\ttime=2026-11-28T12:00:00Z\tmachine=5\tsequence=7\tticks=91800000000\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := invoke(append([]string{"decode"}, tt.args...)...)
+			assert.Equal(t, tt.code, code, "stderr: %s", stderr)
+			if tt.stdout != "" {
+				assert.Equal(t, tt.stdout, stdout)
+			}
+			assert.Equal(t, tt.stderr, stderr)
+		})
+	}
 }
 
 // bounds prints lo and hi for WHERE id >= lo AND id < hi, from RFC 3339

@@ -319,6 +319,7 @@ type decoded struct {
 	Datacenter *int64       `json:"datacenter,omitempty"`
 	Worker     *int64       `json:"worker,omitempty"`
 	Sequence   int64        `json:"sequence"`
+	Hint       string       `json:"hint,omitempty"` // for a time no ringflake ID has, as of an ID of another layout
 }
 
 // decode answers the parts of an ID under the generator's layout, read as
@@ -334,13 +335,15 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request) {
 		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want %s", idtext.Quote(format), idtext.Formats))
 		return
 	}
-	id, err := idtext.Reader{Layout: s.layout, Ask: "?format="}.Parse(r.PathValue("id"), format)
+	reader := idtext.Reader{Layout: s.layout, Ask: "?format="}
+	id, err := reader.Parse(r.PathValue("id"), format)
 	if err != nil {
 		replyError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p := s.layout.Decompose(id)
-	d := decoded{ID: id, Time: p.Time.UTC().Format(time.RFC3339Nano), Machine: p.Machine, Sequence: p.Sequence}
+	d := decoded{ID: id, Time: p.Time.UTC().Format(time.RFC3339Nano), Machine: p.Machine, Sequence: p.Sequence,
+		Hint: reader.Hint(id, "serve --layout ")}
 	if s.layout.DatacenterBits > 0 {
 		d.Datacenter, d.Worker = &p.Datacenter, &p.Worker
 	}
