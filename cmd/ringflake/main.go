@@ -122,14 +122,17 @@ commands:
                                 and the generator's own (step backs, lease changes)
   decode ID...                  print the time, machine and sequence of each ID, and
                                 its datacenter and worker with --datacenter-bits B;
-                                each in the one form that reads it, decimal, Base32 or
-                                Base58: an ID two forms read (13 digits) is refused with
-                                both readings, until --format decimal|base32|base58
-                                names one
+                                each in the one form that reads it, decimal, Base32 (in
+                                either case, I and L as 1, O as 0) or Base58: an ID two
+                                forms read (13 digits), or a word only Base58 reads (abc),
+                                is refused with its readings, until --format
+                                decimal|base32|base58 names one; a time no ringflake ID
+                                has gets a hint on stderr (an ID of --layout js?)
   bounds FROM [TO]              print lo and hi, one per line, such that the IDs whose
                                 time is in [FROM, TO) are WHERE id >= lo AND id < hi;
-                                without TO, the IDs of FROM's millisecond. FROM and TO
-                                are RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds
+                                without TO, those of FROM's day for a date, else of its
+                                millisecond. FROM and TO are dates (2026-11-24, midnight
+                                UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
       [--max-wait D] [--mod N,...] [--svg FILE]
                                 step a clock back and compare ringflake with a

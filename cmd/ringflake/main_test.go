@@ -276,6 +276,14 @@ func TestRunHelp(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stderr, "--rollback")
 	assert.Contains(t, stderr, "-rate")
+	for _, args := range [][]string{{"bounds", "-h"}, {"bounds", "--help"}} {
+		code, stdout, stderr = invoke(args...)
+		assert.Equal(t, 0, code, "%v", args)
+		assert.Empty(t, stdout)
+		assert.True(t, strings.HasPrefix(stderr, "usage: ringflake bounds [--layout L] FROM [TO]\n"), "%v names FROM and TO first: %q", args, stderr)
+		assert.Contains(t, stderr, "FROM and TO are each a date (2026-11-24, midnight UTC), RFC 3339")
+		assert.Contains(t, stderr, "-layout L", "and its flags")
+	}
 }
 
 func TestDecodeForms(t *testing.T) {
@@ -379,6 +387,9 @@ func TestBoundsCommand(t *testing.T) {
 		{"RFC 3339 range", []string{"2026-11-22T12:00:00Z", "2026-11-22T13:00:00+00:00"}, ids(noon, noon.Add(time.Hour))},
 		{"Unix milliseconds", []string{strconv.FormatInt(noon.UnixMilli(), 10), strconv.FormatInt(noon.Add(time.Hour).UnixMilli(), 10)}, ids(noon, noon.Add(time.Hour))},
 		{"one millisecond", []string{"2026-11-22T12:00:00.0005Z"}, ids(noon, noon.Add(time.Millisecond))},
+		{"a date: its day", []string{"2026-11-22"}, ids(noon.Add(-12*time.Hour), noon.Add(12*time.Hour))},
+		{"two dates", []string{"2026-11-22", "2026-11-24"}, ids(noon.Add(-12*time.Hour), noon.Add(36*time.Hour))},
+		{"a date to RFC 3339", []string{"2026-11-22", "2026-11-22T12:00:00Z"}, ids(noon.Add(-12*time.Hour), noon)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,10 +403,18 @@ func TestBoundsCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "ringflake: bounds: want FROM [TO], each RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds; got 0 arguments\n"},
-		{[]string{"yesterday"}, `ringflake: bounds: FROM: "yesterday" is neither RFC 3339 (2026-11-24T10:00:00Z) nor Unix milliseconds` + "\n"},
-		{[]string{"2026-11-22T13:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: invalid configuration: range from 2026-11-22T13:00:00Z to 2026-11-22T12:00:00Z: to is 1h0m0s before from\n"},
-		{[]string{"2020-01-01T00:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: invalid configuration: from = 2020-01-01T00:00:00Z; valid range 2024-01-01T00:00:00Z up to 2093-09-06T15:47:35.551Z, the layout's first and last tick\n"},
+		{nil, "ringflake: bounds: want FROM [TO], each a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds; got 0 arguments\n"},
+		{[]string{"yesterday"}, `ringflake: bounds: FROM: "yesterday" is not a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds` + "\n"},
+		{[]string{"2026-11-22", "soon"}, `ringflake: bounds: TO: "soon" is not a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds` + "\n"},
+		{[]string{"2026-11-31"}, `ringflake: bounds: FROM: "2026-11-31" is not a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds` + "\n"},
+		{[]string{"2026-11-22T13:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: TO 2026-11-22T12:00:00Z is 1h0m0s before FROM 2026-11-22T13:00:00Z; want FROM <= TO\n"},
+		{[]string{"2026-11-23", "2026-11-22"}, "ringflake: bounds: TO 2026-11-22T00:00:00Z is 24h0m0s before FROM 2026-11-23T00:00:00Z; want FROM <= TO\n"},
+		{[]string{"2020-01-01T00:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: FROM: 2020-01-01T00:00:00Z is before 2024-01-01T00:00:00Z, the layout's first tick\n"},
+		{[]string{"2026-11-22", "2100-01-01"}, "ringflake: bounds: TO: 2100-01-01T00:00:00Z is after 2093-09-06T15:47:35.551Z, the start of the layout's last tick\n"},
+		{[]string{"1764331200"}, "ringflake: bounds: FROM: 1970-01-21T10:05:31.2Z is before 2024-01-01T00:00:00Z, the layout's first tick; read as Unix seconds it is 2025-11-28T12:00:00Z: for that, give 1764331200000 (milliseconds)\n"},
+		{[]string{"1764331200000", "1764417600"}, "ringflake: bounds: TO: 1970-01-21T10:06:57.6Z is before 2024-01-01T00:00:00Z, the layout's first tick; read as Unix seconds it is 2025-11-29T12:00:00Z: for that, give 1764417600000 (milliseconds)\n"},
+		{[]string{"1000"}, "ringflake: bounds: FROM: 1970-01-01T00:00:01Z is before 2024-01-01T00:00:00Z, the layout's first tick\n"},
+		{[]string{"2093-09-06"}, "ringflake: bounds: FROM 2093-09-06 is in the layout's last day or tick, whose end no ID marks; give TO, or use WHERE id >= lo alone\n"},
 	} {
 		code, stdout, stderr := invoke(append([]string{"bounds"}, tt.args...)...)
 		assert.Equal(t, 2, code, "bounds %q", tt.args)
