@@ -11,13 +11,15 @@ import (
 // an empty range (lo == hi).
 //
 // An ID's time is the start of its tick (see [Parts].Time), so the range is
-// exact about ID times. It relates to the clock's reading w when the ID was
+// exact about ID times; a from or to between two tick starts acts as the
+// next tick start. It relates to the clock's reading w when the ID was
 // made as follows: the ID's time is w rounded down to its tick, or, after
 // the clock stepped back by more than the ring's span, a later tick the
 // clock had already shown, up to the step's size ahead of w. So every ID
-// made while the clock read within [from, to) is in the range, except such
-// IDs made after a long step back, which carry a later time; none is made
-// before it by a clock that read before from.
+// made while the clock read within [from rounded up to a tick, to) is in
+// the range, except such IDs made after a long step back, which carry a
+// later time. IDs made earlier in the tick that holds from are not: their
+// time is before from.
 //
 // For the IDs of the tick holding t, pass its start,
 // l.Decompose(id).Time for an ID of it, and that plus Tick.

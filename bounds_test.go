@@ -96,3 +96,42 @@ func TestBoundsHoldIssuedIDs(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, lo <= id && id < hi, "not in a later range")
 }
+
+// Bounds' doc, against a generator: an ID made while the clock read within
+// [from rounded up to a tick, to) is in the range; one made earlier in the
+// tick that holds from is not, its time being before from; and one made at
+// or after to, in the tick that holds to, is, its time being before to.
+func TestBoundsAgainstTheClock(t *testing.T) {
+	t.Parallel()
+	l := ringflake.DefaultLayout()
+	noon := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	from := noon.Add(1500 * time.Microsecond) // within the tick 12:00:00.001; rounded up to .002
+	to := noon.Add(5500 * time.Microsecond)   // within the tick .005
+	lo, hi, err := l.Bounds(from, to)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name string
+		at   time.Duration // the clock's reading past noon
+		in   bool
+	}{
+		{"before from's tick", 900 * time.Microsecond, false},
+		{"in from's tick, before from", 1200 * time.Microsecond, false},
+		{"in from's tick, at or after from: its time is before from", 1700 * time.Microsecond, false},
+		{"from rounded up", 2 * time.Millisecond, true},
+		{"within", 3500 * time.Microsecond, true},
+		{"in to's tick, before to", 5200 * time.Microsecond, true},
+		{"in to's tick, after to: its time is before to", 5800 * time.Microsecond, true},
+		{"the next tick", 6 * time.Millisecond, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			at := noon.Add(tt.at)
+			g, err := ringflake.New(t.Context(), ringflake.WithMachineID(3), ringflake.WithClock(func() time.Time { return at }))
+			require.NoError(t, err)
+			defer g.Close()
+			id, err := g.NextID()
+			require.NoError(t, err)
+			assert.Equal(t, tt.in, lo <= id && id < hi, "an ID made at %v (time %v) against [%v, %v)", at, l.Decompose(id).Time, from, to)
+		})
+	}
+}

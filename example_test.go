@@ -202,7 +202,7 @@ func ExampleWithLogger() {
 	g.NextID()
 	now = now.Add(-750 * time.Millisecond)
 	g.NextID()
-	// Output: level=WARN msg="ringflake: clock stepped back" by=750ms machine=5 suppressed=0
+	// Output: level=WARN msg="ringflake: clock stepped back" by=750ms machine=5
 }
 
 func ExampleWithRingSize() {

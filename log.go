@@ -19,8 +19,9 @@ import (
 // unlogged), a release that New left to finish after it returned and that
 // failed, and, once from New, a layout whose range ends within a year of
 // the clock (with when and how long is left). Each record's message starts
-// with "ringflake: " and its attributes carry the figures; those dropped by
-// the rate limit are counted in the next one's "suppressed". A call that
+// with "ringflake: " and its attributes carry the figures. A record after
+// some of its kind were dropped by the rate limit has "suppressed", their
+// count since the last one sent; a record without it stands for itself. A call that
 // waited and then failed is not logged as a long wait: its error says why.
 // Logging happens on the goroutine that saw the event, inside a NextID call
 // or where the lease's changes are told, so a slow handler slows those
@@ -101,7 +102,9 @@ func (g *Generator) log(kind int, attrs ...slog.Attr) {
 	if kind == logLeaseRegained {
 		level = slog.LevelInfo
 	}
-	attrs = append(attrs, slog.Uint64("suppressed", k.suppressed.Swap(0)))
+	if n := k.suppressed.Swap(0); n > 0 {
+		attrs = append(attrs, slog.Uint64("suppressed", n))
+	}
 	lg.l.LogAttrs(context.Background(), level, logMessages[kind], attrs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -71,8 +72,53 @@ func TestLogIsRateLimited(t *testing.T) {
 	assert.Equal(t, slog.LevelWarn, got[0]["level"])
 	assert.Equal(t, 50*time.Millisecond, got[0]["by"])
 	assert.Equal(t, int64(3), got[0]["machine"])
-	assert.Equal(t, uint64(0), got[0]["suppressed"])
+	assert.NotContains(t, got[0], "suppressed", "none was dropped before the first record")
 	assert.Equal(t, uint64(5), g.Stats().StepBacks, "the counters still see every step back")
+}
+
+// TestLogSuppressedCount checks "suppressed": left out of a record when no
+// record of its kind was dropped since the last one sent, and their count
+// when some were. The rate limit runs on real time, faked by synctest.
+func TestLogSuppressedCount(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		flaps int // step backs within the first second, after the first
+		want  any // the second record's "suppressed", nil for none
+	}{
+		{"none dropped", 0, nil},
+		{"one dropped", 1, uint64(1)},
+		{"four dropped", 4, uint64(4)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				var rec records
+				clock := fakeclock.New(at(100, 0))
+				g, err := ringflake.New(t.Context(), ringflake.WithLayout(tiny), ringflake.WithClock(clock.Now), ringflake.WithMachineID(3),
+					ringflake.WithLogger(slog.New(&rec)))
+				require.NoError(t, err)
+				defer g.Close()
+				stepBack := func(i int) {
+					clock.Set(at(int64(200+10*i), 0))
+					_, err := g.NextID()
+					require.NoError(t, err)
+					clock.Set(at(int64(150+10*i), 0))
+					_, err = g.NextID()
+					require.NoError(t, err)
+				}
+				for i := range 1 + tt.flaps {
+					stepBack(i)
+				}
+				time.Sleep(1100 * time.Millisecond) // past the rate limit's second, in the bubble's time
+				stepBack(1 + tt.flaps)
+				got := rec.get("ringflake: clock stepped back")
+				require.Len(t, got, 2, "the first record and the one after the second")
+				assert.NotContains(t, got[0], "suppressed")
+				assert.Equal(t, tt.want, got[1]["suppressed"], "the second record's count of those dropped")
+			})
+		})
+	}
 }
 
 func TestLogNilLoggerLogsNothing(t *testing.T) {

@@ -97,6 +97,7 @@ type session struct {
 	id      int64 // the ID last granted to token, or -1
 	owned   bool  // the store's last answer said token holds id
 	unsure  bool  // a Take was sent whose answer was not seen: token may hold another ID
+	takeErr error // the store's own error of that Take, while unsure; for free's message
 
 	released   chan struct{} // closed when Release has finished
 	releaseErr error         // written before released is closed
@@ -370,9 +371,33 @@ func (h *Holder) free(s *session, id int64, issued time.Time) error {
 	what := fmt.Sprintf("machine ID %d", id)
 	if id < 0 {
 		what = "whatever an unanswered take got"
+		h.mu.Lock()
+		takeErr := s.takeErr
+		h.mu.Unlock()
+		if takeErr != nil && takeErr.Error() == err.Error() {
+			// The store failed this release as it failed the take, in the
+			// same words (a refused connection, say), which the take's
+			// error, returned with this one, says already. The release
+			// still failed, and the error says so and what follows; only
+			// the cause is not said twice.
+			return h.errorf("releasing %s: %w", what, &sameFailure{err: err, ttl: h.cfg.ttl})
+		}
 	}
 	return h.explain(ctx, h.cfg.callTimeout, "releasing "+what, err)
 }
+
+// sameFailure is a release's failure whose cause, err, is in the words of
+// the failed take before it, and which leaves those words out.
+type sameFailure struct {
+	err error
+	ttl time.Duration
+}
+
+func (e *sameFailure) Error() string {
+	return fmt.Sprintf("the store failed it as it failed the take; a lease the take may have got runs out after its TTL (%v)", e.ttl)
+}
+
+func (e *sameFailure) Unwrap() error { return e.err }
 
 // stuck is Release's error when a call to the store does not end within
 // the call timeout of its context's end.

@@ -3,6 +3,7 @@ package machineid_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -469,4 +470,57 @@ func (c *slowRenewals) Renew(ctx context.Context, cl machineid.Claim, id int64) 
 	c.mu.Unlock()
 	defer time.Sleep(c.late)
 	return c.memClient.Renew(ctx, cl, id)
+}
+
+// downStore fails every call: Take with takeErr, Release with releaseErr.
+type downStore struct {
+	*memClient
+	takeErr, releaseErr error
+}
+
+func (s *downStore) Take(context.Context, machineid.Claim) (machineid.Grant, error) {
+	return machineid.Grant{}, s.takeErr
+}
+
+func (s *downStore) Release(context.Context, machineid.Claim, int64, time.Time) error {
+	return s.releaseErr
+}
+
+// TestHolderReleaseAfterAFailedTakeSaysItsCauseOnce releases what an
+// unanswered take may have got, on a store that fails the release too. The
+// release's failure is always reported; its cause is left out when it is
+// the take's own, in the same words (a refused connection, as when the
+// store is down), which the take's error says already, and kept when it
+// differs, and errors.Is reaches it either way.
+func TestHolderReleaseAfterAFailedTakeSaysItsCauseOnce(t *testing.T) {
+	t.Parallel()
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	for _, tt := range []struct {
+		name       string
+		releaseErr error
+		want       string
+	}{
+		{"same words", errors.New(refused.Error()),
+			"memstore: releasing whatever an unanswered take got: the store failed it as it failed the take; a lease the take may have got runs out after its TTL (2s)"},
+		{"other words", errors.New("READONLY You can't write against a read only replica"),
+			"memstore: releasing whatever an unanswered take got: READONLY You can't write against a read only replica"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &downStore{memClient: newMemClient(newMemStore(true)), takeErr: refused, releaseErr: tt.releaseErr}
+			var set memSettings
+			h, err := machineid.NewHolder(s, &set, memLimits, machineid.WithTTL(2*time.Second))
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err = h.MachineID(ctx)
+			require.ErrorIs(t, err, refused, "the take fails with the store's error")
+			rerr := h.Release(time.Time{})
+			require.Error(t, rerr, "a release the store failed is reported")
+			assert.Equal(t, tt.want, rerr.Error())
+			assert.ErrorIs(t, rerr, tt.releaseErr, "the release's cause stays in the chain")
+			assert.Equal(t, 1, strings.Count(err.Error()+"; "+rerr.Error(), "connection refused"),
+				"the cause is said once in the two: %q; %q", err, rerr)
+		})
+	}
 }

@@ -42,10 +42,17 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	s.unsure = true
 	h.mu.Unlock()
 	var g Grant
+	var storeErr error // the store's own words, for Release's message
 	err := h.call(ctx, s, timeout, "taking a machine ID", func(ctx context.Context) (err error) {
 		g, err = h.store.Take(ctx, c)
+		storeErr = err
 		return err
 	})
+	h.mu.Lock()
+	if h.sess == s {
+		s.takeErr = storeErr
+	}
+	h.mu.Unlock()
 	switch {
 	case err == nil && (g.ID < c.Lo || g.ID > c.Hi):
 		err = h.errorf("taking a machine ID: the store granted %d, outside the range %d..%d", g.ID, c.Lo, c.Hi)

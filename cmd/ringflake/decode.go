@@ -14,7 +14,8 @@ import (
 
 func runDecode(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
-	format := fs.String("format", "auto", "how the IDs are written: decimal, base32, base58, or auto: whichever one of them reads an ID (an ID two of them read, such as 13 digits, is refused)")
+	format := fs.String("format", "auto", "how the IDs are written: decimal, base32 (either case; I and L read as 1, O as 0), base58, or auto: "+
+		"whichever one of them reads an ID (an ID two of them read, such as 13 digits, is refused, and so is a word only base58 reads to a time no ID has, such as abc)")
 	var lf layoutFlags
 	lf.register(fs, true)
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -54,6 +55,9 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(w, "\tdatacenter=%d\tworker=%d", p.Datacenter, p.Worker)
 		}
 		fmt.Fprintf(w, "\tsequence=%d\tticks=%d\n", p.Sequence, p.Ticks)
+		if h := r.Hint(id, "--layout "); h != "" { // on stderr: the line above is still the reading asked for
+			fmt.Fprintln(stderr, "ringflake: decode: hint: "+h)
+		}
 	}
 	return w.Flush()
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/logs"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/startup"
 )
 
@@ -55,6 +56,9 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	g, err := p.start(st)
+	if err != nil {
+		p.out.done()
+	}
 	if errors.Is(err, startup.ErrInterrupted) {
 		return fmt.Errorf("gen: %w", err)
 	}
@@ -129,31 +133,10 @@ func parseGen(args []string, stderr io.Writer) (genFlags, error) {
 // with its error; what makes a wait worth hearing of, a step back of the
 // clock or a lease lost, has a record of its own. On a loaded machine calls
 // wait 10 to 20 ms for no reason but the scheduler, and such a record came
-// before gen's one-line reason for stopping.
+// before gen's one-line reason for stopping. A wait for the mark under a
+// second is left out too (logs.Filter).
 func genLog(stderr io.Writer) *slog.Logger {
-	return slog.New(withoutLongWaits{slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime})})
-}
-
-// longWaitMsg is the message of the library's record of a call that
-// waited 10 ms or more (WithLogger).
-const longWaitMsg = "ringflake: long wait"
-
-// withoutLongWaits is a handler that drops the library's long-wait records.
-type withoutLongWaits struct{ slog.Handler }
-
-func (h withoutLongWaits) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == longWaitMsg {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h withoutLongWaits) WithAttrs(as []slog.Attr) slog.Handler {
-	return withoutLongWaits{h.Handler.WithAttrs(as)}
-}
-
-func (h withoutLongWaits) WithGroup(name string) slog.Handler {
-	return withoutLongWaits{h.Handler.WithGroup(name)}
+	return slog.New(logs.Filter(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime}), false))
 }
 
 // dropTime leaves the time out of log records: stderr lines of a command

@@ -18,15 +18,16 @@
 //
 // Exit status: 0 on success, and for serve after a SIGTERM or SIGINT that
 // stopped it cleanly; 2 for bad input, with a one-line reason on stderr; 1
-// for a failure (no machine ID to be had, a failure while generating or
-// writing the chart, a drain that timed out, a lease that could not be
-// released, as when the store is down at exit) and for gen stopped by a
-// signal; 141 for gen whose reader went away.
+// for a failure (gen's machine ID not to be had, a failure while
+// generating or writing the chart, a drain that timed out, a lease that
+// could not be released, as when the store is down at exit) and for gen
+// stopped by a signal; 141 for gen whose reader went away. serve does not
+// exit for want of a machine ID: it asks again, unready, until a signal.
 //
 // A SIGTERM or SIGINT at any point, while the machine ID is acquired or
 // its mark waited out included, stops gen within about a second and serve
 // within --shutdown-timeout (the requests in flight), each then releasing
-// its lease within 5 s.
+// its lease within 5 s; serve waiting to ask its store again stops at once.
 package main
 
 import (
@@ -103,7 +104,9 @@ commands:
         GET /metrics                  Prometheus metrics of the generator, Go and the process
         GET /healthz, /readyz         up, from the moment it listens; able to issue now
                                       (503 with the reason if not, as while the machine
-                                      ID is acquired and the ID endpoints answer 503)
+                                      ID is acquired and the ID endpoints answer 503; a
+                                      store that cannot be reached, or refuses the clock,
+                                      is asked again until it answers, with no exit)
                                 HEAD works wherever GET does. IDs are decimal strings in
                                 JSON; bad input is a 4xx and a failure to issue a 503 (with
                                 Retry-After when waiting helps), each with {"error":"..."}
@@ -119,14 +122,17 @@ commands:
                                 and the generator's own (step backs, lease changes)
   decode ID...                  print the time, machine and sequence of each ID, and
                                 its datacenter and worker with --datacenter-bits B;
-                                each in the one form that reads it, decimal, Base32 or
-                                Base58: an ID two forms read (13 digits) is refused with
-                                both readings, until --format decimal|base32|base58
-                                names one
+                                each in the one form that reads it, decimal, Base32 (in
+                                either case, I and L as 1, O as 0) or Base58: an ID two
+                                forms read (13 digits), or a word only Base58 reads (abc),
+                                is refused with its readings, until --format
+                                decimal|base32|base58 names one; a time no ringflake ID
+                                has gets a hint on stderr (an ID of --layout js?)
   bounds FROM [TO]              print lo and hi, one per line, such that the IDs whose
                                 time is in [FROM, TO) are WHERE id >= lo AND id < hi;
-                                without TO, the IDs of FROM's millisecond. FROM and TO
-                                are RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds
+                                without TO, those of FROM's day for a date, else of its
+                                millisecond. FROM and TO are dates (2026-11-24, midnight
+                                UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds
   simulate [--rollback D] [--rate N/s] [--duration D] [--ring N]
       [--max-wait D] [--mod N,...] [--svg FILE]
                                 step a clock back and compare ringflake with a

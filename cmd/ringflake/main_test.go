@@ -185,8 +185,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"decode negative after a flag's value", []string{"decode", "--datacenter-bits", "5", "-5"}, `ringflake: decode: "-5" is not an ID in decimal, base32 or base58; as decimal: ParseID "-5": ID out of range: negative`},
 		{"decode overflow", []string{"decode", "9223372036854775808"},
 			`ringflake: decode: "9223372036854775808" is not an ID in decimal, base32 or base58; as decimal: ParseID "9223372036854775808": ID out of range: above 2^63-1`},
-		{"decode lowercase base32", []string{"decode", "0am7qe674q401"},
-			`ringflake: decode: "0am7qe674q401" is not an ID in decimal, base32 or base58; as base32: ParseBase32 "0am7qe674q401": invalid ID syntax: character "a" at offset 1 is not uppercase Crockford Base32`},
+		{"decode lowercase base32 with a U", []string{"decode", "0am7qe674q4u1"},
+			`ringflake: decode: "0am7qe674q4u1" is not an ID in decimal, base32 or base58; as base32: ParseBase32 "0AM7QE674Q4U1": invalid ID syntax: character "U" at offset 11 is not uppercase Crockford Base32`},
 		{"decode forced format", []string{"decode", "--format", "base32", "383078035417174017"},
 			`ringflake: decode: ParseBase32 "383078035417174017": invalid ID syntax: has 18 bytes; want 13 characters`},
 		{"decode bad format", []string{"decode", "--format", "hex", "1"},
@@ -276,6 +276,14 @@ func TestRunHelp(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stderr, "--rollback")
 	assert.Contains(t, stderr, "-rate")
+	for _, args := range [][]string{{"bounds", "-h"}, {"bounds", "--help"}} {
+		code, stdout, stderr = invoke(args...)
+		assert.Equal(t, 0, code, "%v", args)
+		assert.Empty(t, stdout)
+		assert.True(t, strings.HasPrefix(stderr, "usage: ringflake bounds [--layout L] FROM [TO]\n"), "%v names FROM and TO first: %q", args, stderr)
+		assert.Contains(t, stderr, "FROM and TO are each a date (2026-11-24, midnight UTC), RFC 3339")
+		assert.Contains(t, stderr, "-layout L", "and its flags")
+	}
 }
 
 func TestDecodeForms(t *testing.T) {
@@ -316,6 +324,50 @@ func TestDecodeForms(t *testing.T) {
 	assert.Equal(t, "38390726480134178\ttime=2024-04-15T22:31:02.458Z\tmachine=72\tsequence=34\tticks=9153062458\n", stdout)
 }
 
+// decode reads IDs as people type them: Base32 in either case with
+// Crockford's aliases, surrounding spaces dropped; it refuses a word only
+// Base58 reads to a time no ID has, and hints, on stderr, at an ID whose
+// time no ringflake ID has, such as one of the js layout read under the
+// default.
+func TestDecodeReadsWhatPeopleType(t *testing.T) {
+	t.Parallel()
+	const want = "383078035417174017\ttime=2026-11-23T02:15:20.889Z\tmachine=185\tsequence=1\tticks=91332920889\n"
+	jsID, err := ringflake.JSLayout().Compose(ringflake.Parts{Time: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), Machine: 5, Sequence: 7})
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // "" for none
+		stderr string // what stderr holds, "" for nothing
+	}{
+		{"base32 lowercase", []string{"0am7qe674q401"}, 0, want, ""},
+		{"base32 with O and L", []string{"OAM7QE674Q4OL"}, 0, want, ""},
+		{"base32 aliases, named", []string{"--format", "base32", "oam7qe674q4o1"}, 0, want, ""},
+		{"a leading space", []string{" 383078035417174017"}, 0, want, ""},
+		{"spaces around base58", []string{" taKjQTiGEC\t"}, 0, want, ""},
+		{"abc", []string{"abc"}, 2, "",
+			`ringflake: decode: "abc" is a word, not an ID: as base58 it is 113019 (time 2024-01-01T00:00:00Z, machine 27, sequence 2427), before any ringflake ID (2026-11 on); give --format base58 to decode it so` + "\n"},
+		{"abc as base58, named", []string{"--format", "base58", "abc"}, 0, "113019\ttime=2024-01-01T00:00:00Z\tmachine=27\tsequence=2427\tticks=0\n",
+			"ringflake: decode: hint: 113019: time 2024-01-01T00:00:00Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID?\n"},
+		{"a js ID without --layout js", []string{jsID.String()}, 0, "376012800000327\ttime=2024-01-02T00:54:08.437Z\tmachine=512\tsequence=327\tticks=89648437\n",
+			"ringflake: decode: hint: 376012800000327: time 2024-01-02T00:54:08.437Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID? " +
+				"With --layout js it reads time 2026-11-28T12:00:00Z, machine 5, sequence 7.\n"},
+		{"a js ID with --layout js", []string{"--layout", "js", jsID.String()}, 0, "376012800000327\ttime=2026-11-28T12:00:00Z\tmachine=5\tsequence=7\tticks=91800000000\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := invoke(append([]string{"decode"}, tt.args...)...)
+			assert.Equal(t, tt.code, code, "stderr: %s", stderr)
+			if tt.stdout != "" {
+				assert.Equal(t, tt.stdout, stdout)
+			}
+			assert.Equal(t, tt.stderr, stderr)
+		})
+	}
+}
+
 // bounds prints lo and hi for WHERE id >= lo AND id < hi, from RFC 3339
 // or Unix milliseconds; without TO, those of FROM's millisecond.
 func TestBoundsCommand(t *testing.T) {
@@ -335,6 +387,9 @@ func TestBoundsCommand(t *testing.T) {
 		{"RFC 3339 range", []string{"2026-11-22T12:00:00Z", "2026-11-22T13:00:00+00:00"}, ids(noon, noon.Add(time.Hour))},
 		{"Unix milliseconds", []string{strconv.FormatInt(noon.UnixMilli(), 10), strconv.FormatInt(noon.Add(time.Hour).UnixMilli(), 10)}, ids(noon, noon.Add(time.Hour))},
 		{"one millisecond", []string{"2026-11-22T12:00:00.0005Z"}, ids(noon, noon.Add(time.Millisecond))},
+		{"a date: its day", []string{"2026-11-22"}, ids(noon.Add(-12*time.Hour), noon.Add(12*time.Hour))},
+		{"two dates", []string{"2026-11-22", "2026-11-24"}, ids(noon.Add(-12*time.Hour), noon.Add(36*time.Hour))},
+		{"a date to RFC 3339", []string{"2026-11-22", "2026-11-22T12:00:00Z"}, ids(noon.Add(-12*time.Hour), noon)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -348,10 +403,18 @@ func TestBoundsCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "ringflake: bounds: want FROM [TO], each RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds; got 0 arguments\n"},
-		{[]string{"yesterday"}, `ringflake: bounds: FROM: "yesterday" is neither RFC 3339 (2026-11-24T10:00:00Z) nor Unix milliseconds` + "\n"},
-		{[]string{"2026-11-22T13:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: invalid configuration: range from 2026-11-22T13:00:00Z to 2026-11-22T12:00:00Z: to is 1h0m0s before from\n"},
-		{[]string{"2020-01-01T00:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: invalid configuration: from = 2020-01-01T00:00:00Z; valid range 2024-01-01T00:00:00Z up to 2093-09-06T15:47:35.551Z, the layout's first and last tick\n"},
+		{nil, "ringflake: bounds: want FROM [TO], each a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds; got 0 arguments\n"},
+		{[]string{"yesterday"}, `ringflake: bounds: FROM: "yesterday" is not a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds` + "\n"},
+		{[]string{"2026-11-22", "soon"}, `ringflake: bounds: TO: "soon" is not a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds` + "\n"},
+		{[]string{"2026-11-31"}, `ringflake: bounds: FROM: "2026-11-31" is not a date (2026-11-24, midnight UTC), RFC 3339 (2026-11-24T10:00:00Z) or Unix milliseconds` + "\n"},
+		{[]string{"2026-11-22T13:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: TO 2026-11-22T12:00:00Z is 1h0m0s before FROM 2026-11-22T13:00:00Z; want FROM <= TO\n"},
+		{[]string{"2026-11-23", "2026-11-22"}, "ringflake: bounds: TO 2026-11-22T00:00:00Z is 24h0m0s before FROM 2026-11-23T00:00:00Z; want FROM <= TO\n"},
+		{[]string{"2020-01-01T00:00:00Z", "2026-11-22T12:00:00Z"}, "ringflake: bounds: FROM: 2020-01-01T00:00:00Z is before 2024-01-01T00:00:00Z, the layout's first tick\n"},
+		{[]string{"2026-11-22", "2100-01-01"}, "ringflake: bounds: TO: 2100-01-01T00:00:00Z is after 2093-09-06T15:47:35.551Z, the start of the layout's last tick\n"},
+		{[]string{"1764331200"}, "ringflake: bounds: FROM: 1970-01-21T10:05:31.2Z is before 2024-01-01T00:00:00Z, the layout's first tick; read as Unix seconds it is 2025-11-28T12:00:00Z: for that, give 1764331200000 (milliseconds)\n"},
+		{[]string{"1764331200000", "1764417600"}, "ringflake: bounds: TO: 1970-01-21T10:06:57.6Z is before 2024-01-01T00:00:00Z, the layout's first tick; read as Unix seconds it is 2025-11-29T12:00:00Z: for that, give 1764417600000 (milliseconds)\n"},
+		{[]string{"1000"}, "ringflake: bounds: FROM: 1970-01-01T00:00:01Z is before 2024-01-01T00:00:00Z, the layout's first tick\n"},
+		{[]string{"2093-09-06"}, "ringflake: bounds: FROM 2093-09-06 is in the layout's last day or tick, whose end no ID marks; give TO, or use WHERE id >= lo alone\n"},
 	} {
 		code, stdout, stderr := invoke(append([]string{"bounds"}, tt.args...)...)
 		assert.Equal(t, 2, code, "bounds %q", tt.args)

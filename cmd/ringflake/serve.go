@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/ringflake/ringflake/machineid"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/logs"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/serve"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/startup"
 )
@@ -78,8 +78,11 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 
 // runServe serves the HTTP API until SIGTERM or SIGINT. It listens first,
 // answering /healthz at once and /readyz and the ID endpoints with 503 and
-// the reason while it gets its machine ID; a signal meanwhile ends the
-// wait, releases what was taken and returns nil. After a signal while
+// the reason while it gets its machine ID, which it asks for again while
+// the store cannot be reached or refuses the clock (startup.Retry); a
+// signal meanwhile ends the wait at once, or a call to the store within
+// New's grace, releases what was taken (at most startup.ReleaseTimeout)
+// and returns nil. After a signal while
 // serving it stops taking connections, lets the requests in flight finish
 // (at most --shutdown-timeout), closes the generator, which releases a
 // lease (at most startup.ReleaseTimeout), and returns nil, or the error of a
@@ -89,7 +92,7 @@ func runServe(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(logHandler(f.logFormat, stderr))
+	log := slog.New(logs.Filter(logHandler(f.logFormat, stderr), true)) // a mark wait under a second left out
 	// The handler first: a signal at any point from here on stops the
 	// process in order, releasing what it holds.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -131,10 +134,16 @@ func runServe(args []string, stderr io.Writer) error {
 
 	began := time.Now()
 	if g == nil {
-		g, err = p.startUntilClockIsRight(st, log)
+		// Until a signal, serve stays up through a store it cannot reach
+		// or that refuses its clock, unready, saying why on /readyz: on
+		// Kubernetes an exit would make a blip of the store a crash loop.
+		// Only bad settings end it.
+		g, err = startup.Retry(st, log, func() (*generator, error) { return p.start(st) },
+			func(err error) bool { return errors.Is(err, errUsage) })
 	}
 	if err != nil {
 		_ = srv.Close()
+		p.out.done()
 		if !errors.Is(err, startup.ErrInterrupted) {
 			return err
 		}
@@ -209,35 +218,4 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 		return slog.String(a.Key, a.Value.Duration().String())
 	}
 	return a
-}
-
-// startUntilClockIsRight is p.start, asked again every startup.ClockRetry while
-// the store refuses the clock as off the fleet's, until a signal. Waiting
-// does not set a clock right, and New says so at once; but NTP may, as on
-// a host just booted, and a service that stays up, unready, says why on
-// /readyz (st.Status) rather than exit and be restarted in a loop. The
-// refused holder took nothing, so a signal meanwhile has nothing to
-// release. The refusal is logged once, and again only when its words
-// change.
-func (p *plan) startUntilClockIsRight(st *startup.Startup, log *slog.Logger) (*generator, error) {
-	said := ""
-	for {
-		g, err := p.start(st)
-		if !errors.Is(err, machineid.ErrClockOffset) {
-			st.Refused.Store(nil)
-			return g, err
-		}
-		st.Refused.Store(&startup.Refusal{Err: err, Retry: time.Now().Add(startup.ClockRetry)})
-		if err.Error() != said {
-			said = err.Error()
-			log.Error("ringflake: the store refused this clock; asking again every "+startup.ClockRetry.String()+" until it is set right", "err", err)
-		}
-		t := time.NewTimer(startup.ClockRetry)
-		select {
-		case <-st.Stop.Done():
-			t.Stop()
-			return nil, startup.ErrInterrupted
-		case <-t.C:
-		}
-	}
 }

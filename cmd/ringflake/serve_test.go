@@ -589,3 +589,75 @@ func TestServeNoStateFileReleasesNothing(t *testing.T) {
 	require.Equal(t, "ringflake: stopped", msgs[len(msgs)-1])
 	assert.NotContains(t, s.log()[len(msgs)-1], "released", "a plain fixed machine ID has no lease to release")
 }
+
+// TestServeStaysUpWhileItsStoreIsDown starts serve with its Redis down. It
+// stays up: /healthz answers 200, and /readyz 503 with the store's error,
+// said once, how serve goes on, a Retry-After, and no machine ID; the
+// failure is logged once however often serve asks again. Once Redis is up on
+// that port, serve takes its machine ID and serves, with no exit. A second
+// serve, on a port where nothing ever answers, stops at once on SIGTERM
+// while it waits to ask again, with exit 0: it holds nothing.
+func TestServeStaysUpWhileItsStoreIsDown(t *testing.T) {
+	t.Parallel()
+	buildCLI(t)
+	srv := redistest.Start(t)
+	srv.Stop()
+	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "1s", "--max-clock-offset", "500ms")
+	assert.Equal(t, 200, mustGet(t, s.addr, "/healthz").code, "/healthz while the store is down")
+	var r reply
+	var ready readyz
+	require.Eventually(t, func() bool {
+		var err error
+		r, err = get(s.addr, "/readyz")
+		return err == nil && json.Unmarshal([]byte(r.body), &ready) == nil && strings.HasPrefix(ready.Reason, "no machine ID yet: ")
+	}, 20*time.Second, 10*time.Millisecond, "/readyz says the store cannot be reached")
+	assert.Equal(t, 503, r.code)
+	assert.NotContains(t, r.body, `"machine"`, "no machine ID to report: %s", r.body)
+	assert.Contains(t, ready.Reason, "connect: connection refused")
+	assert.Equal(t, 1, strings.Count(ready.Reason, "connection refused"), "the cause is said once: %s", ready.Reason)
+	assert.Contains(t, ready.Reason, "; serve asks again, backing off up to every 10s")
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", r.header.Get("Retry-After"))
+	assert.True(t, 1 <= retry && retry <= 10, "Retry-After %d: the time until serve asks again, rounded up", retry)
+	id := mustGet(t, s.addr, "/v1/id")
+	assert.Equal(t, 503, id.code, "no IDs meanwhile: %s", id.body)
+	assert.Contains(t, id.body, "not ready: no machine ID yet: ")
+
+	// Another serve, on a dead port, stops at once on SIGTERM.
+	dead := startServerUntil(t, "ringflake: listening", "--lease", "redis://127.0.0.1:1")
+	require.Eventually(t, func() bool {
+		return strings.Contains(mustGet(t, dead.addr, "/readyz").body, "no machine ID yet: ")
+	}, 20*time.Second, 10*time.Millisecond, "the second serve fails to reach its store")
+	sent := time.Now()
+	assert.Equal(t, 0, dead.stop(t, syscall.SIGTERM), "a stop while serve waits to ask again; log %v", dead.log())
+	t.Logf("the second serve exited %v after SIGTERM", time.Since(sent).Round(time.Millisecond))
+	msgs := dead.messages()
+	assert.Equal(t, "ringflake: stopped before serving", msgs[len(msgs)-1])
+
+	srv.Restart()
+	require.Eventually(t, func() bool { return status(s.addr, "/readyz") == 200 }, 40*time.Second, 20*time.Millisecond,
+		"ready once the store answers, and its fresh floor (1.5s) has passed; log %v", s.log())
+	select {
+	case <-s.exited:
+		t.Fatalf("serve exited: %v; log %v", s.waitErr, s.log())
+	default:
+	}
+	batch := mustGet(t, s.addr, "/v1/ids?n=3")
+	require.Equal(t, 200, batch.code, "IDs once ready: %s", batch.body)
+	ids, err := parseIDs("/v1/ids?n=3", batch.body)
+	require.NoError(t, err)
+	assert.Len(t, ids, 3)
+	// Each failure is logged once: again only when its words change (a
+	// release that timed out rather than was refused, say), never per try.
+	said := map[string]bool{}
+	for _, rec := range s.log() {
+		if rec["msg"] == "ringflake: no machine ID yet; asking again, backing off up to every 10s" {
+			err, _ := rec["err"].(string)
+			assert.False(t, said[err], "the failure %q is logged twice: %v", err, s.log())
+			said[err] = true
+		}
+	}
+	assert.NotEmpty(t, said, "the failure is logged")
+	assert.Contains(t, s.messages(), "ringflake: serving")
+	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "log %v", s.log())
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/ringflake/ringflake"
@@ -199,11 +200,13 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup.Startup) (*plan, err
 		}
 		opts = append(opts, ringflake.WithMachineIDSource(leaser))
 	}
+	out.done = sync.OnceFunc(out.done) // a failed start and the stop may both close the client
 	return &plan{out: out, opts: opts, acquire: f.acquire, where: where}, nil
 }
 
 // make makes the generator within ctx (a signal ends it) and
-// --acquire-timeout. It returns a usage error for a bad setting, and the
+// --acquire-timeout. On failure the store's client stays open, for serve to
+// ask again; p.out.done closes it. It returns a usage error for a bad setting, and the
 // store's error if no machine ID can be had; New waits for a leased ID's
 // inherited mark (up to TTL + the clock bound on a Redis that just
 // restarted), and for an ID of a full range to free, and logs that it does.
@@ -215,9 +218,10 @@ func (p *plan) make(ctx context.Context) (*generator, error) {
 	}
 	g, err := ringflake.New(ctx, p.opts...)
 	if err != nil {
-		p.out.done()
 		err = inContext(p.where, err)
-		if errors.Is(err, ringflake.ErrMarkAhead) || errors.Is(err, context.DeadlineExceeded) {
+		// Not errors.Is(err, context.DeadlineExceeded): a release that New
+		// made after a failed take has a deadline of its own.
+		if errors.Is(err, ringflake.ErrMarkAhead) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// New names its context; here the flag is what a user can change.
 			err = fmt.Errorf("%w (here: --acquire-timeout)", err)
 		}

@@ -23,8 +23,9 @@ import (
 )
 
 // TestGenRestartBehind runs gen on a fixed machine ID, then again with
-// the clock behind by as long as the first ran, as after a clock step at
-// boot: the second waits out the first's mark, saying so in one line, and
+// the clock behind by a second more than the first ran, as after a clock
+// step at boot: the second waits out the first's mark, saying so in one
+// line (a wait under a second goes unsaid, as the library's), and
 // no ID comes twice. With an acquire timeout too short for the wait, it
 // fails with the mark ahead and prints nothing.
 func TestGenRestartBehind(t *testing.T) {
@@ -33,12 +34,13 @@ func TestGenRestartBehind(t *testing.T) {
 	began := time.Now()
 	code, first, stderr := invoke("gen", "-n", "200000", "--machine-id", "5", "--state-dir", dir)
 	require.Equal(t, 0, code, "stderr: %s", stderr)
-	behind := "--clock-offset=-" + (time.Since(began) + 50*time.Millisecond).String()
+	behind := "--clock-offset=-" + (time.Since(began) + time.Second).String()
 
 	code, second, stderr := invoke("gen", "-n", "200000", "--machine-id", "5", "--state-dir", dir, behind)
 	require.Equal(t, 0, code, "stderr: %s", stderr)
-	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line on stderr: %q", stderr)
-	assert.Contains(t, stderr, "waiting for the clock to pass the mark", "says what it waits for")
+	// One line for the wait; a loaded machine may add the state file's
+	// lease lost and regained, which are no part of this.
+	assert.Equal(t, 1, strings.Count(stderr, "waiting for the clock to pass the mark"), "says what it waits for, once: %q", stderr)
 	assert.Contains(t, stderr, "until=", "and until when")
 	seen := map[string]bool{}
 	for _, id := range strings.Fields(first) {

@@ -18,8 +18,29 @@ var forms = []struct {
 	parse func(string) (ringflake.ID, error)
 }{
 	{"decimal", ringflake.ParseID},
-	{"base32", ringflake.ParseBase32},
+	{"base32", parseBase32},
 	{"base58", ringflake.ParseBase58},
+}
+
+// parseBase32 reads Crockford's Base32 as people type it: in either case,
+// with I and L read as 1 and O as 0, the aliases Crockford's alphabet
+// defines. ringflake.ParseBase32 stays strict, so that a stored or sent ID
+// has one form; what a person types is put in that form first. No other
+// form reads 13 characters with letters (Base58 has at most 11), so this
+// makes no reading ambiguous that was not.
+func parseBase32(s string) (ringflake.ID, error) {
+	return ringflake.ParseBase32(strings.Map(func(r rune) rune {
+		switch r {
+		case 'i', 'I', 'l', 'L':
+			return '1'
+		case 'o', 'O':
+			return '0'
+		}
+		if 'a' <= r && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}, s))
 }
 
 // Formats is what --format and ?format= take, for messages.
@@ -46,6 +67,8 @@ type Reader struct {
 	// Ask is how the reader's user picks a form, before its name: "--format "
 	// on the command line, "?format=" in a URL.
 	Ask string
+	// Now is the clock for Hint's "in the future"; nil means time.Now.
+	Now func() time.Time
 }
 
 // Parse reads s in format: decimal, base32 or base58, or auto for the
@@ -57,7 +80,22 @@ type Reader struct {
 // with the error of the form it looks most like. An ID above the layout's
 // largest, one of a wider layout, is no reading of it. Every error is the
 // caller's user's to fix: bad input.
+//
+// Surrounding spaces are dropped, and Base32 is read in either case, with
+// Crockford's aliases. A word (letters only) that only Base58 reads, to an
+// ID whose time no ringflake ID can have (see Hint), is refused with its
+// reading, as "abc" or "garbage" typed by mistake; a named form reads it.
 func (r Reader) Parse(s, format string) (ringflake.ID, error) {
+	s = strings.TrimSpace(s)
+	id, err := r.parse(s, format)
+	if err == nil && format == "auto" && isWord(s) && !r.plausible(r.Layout.Decompose(id).Time) {
+		return 0, &WordError{Input: s, Reading: Reading{Form: "base58", ID: id}, layout: r.Layout, ask: r.Ask}
+	}
+	return id, err
+}
+
+// parse is Parse on trimmed input, without the check of words.
+func (r Reader) parse(s, format string) (ringflake.ID, error) {
 	var found []Reading
 	var errs [3]error
 	var misfit error // of the first reading too wide for the layout
@@ -181,6 +219,104 @@ func sep(i, n int) string {
 		return " or "
 	}
 	return ", "
+}
+
+// WordError reports a word that only Base58 reads, to an ID whose time no
+// ringflake ID can have: a word typed by mistake more likely than an ID.
+type WordError struct {
+	Input   string
+	Reading Reading
+
+	layout ringflake.Layout
+	ask    string
+}
+
+// Error says, in one line: `"abc" is a word, not an ID: as base58 it is
+// 113019 (time 2024-01-01T00:00:00Z, machine 27, sequence 2427), before any
+// ringflake ID (2026-11 on); give --format base58 to decode it so`.
+func (e *WordError) Error() string {
+	p := e.layout.Decompose(e.Reading.ID)
+	return fmt.Sprintf("%s is a word, not an ID: as %s it is %d (time %s, machine %d, sequence %d), %s; give %s%s to decode it so",
+		Quote(e.Input), e.Reading.Form, e.Reading.ID, p.Time.Format(time.RFC3339Nano), p.Machine, p.Sequence,
+		outside(p.Time), e.ask, e.Reading.Form)
+}
+
+// isWord reports whether s is ASCII letters only.
+func isWord(s string) bool {
+	for i := range len(s) {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// firstTime is the first instant a ringflake ID can carry, from a clock
+// that was right: ringflake was first written in November 2026. The CLI's
+// layouts all count from 2024-01-01, so an ID of one layout read as
+// another's, or a word read as Base58, mostly lands in between.
+var firstTime = time.Date(2026, time.November, 1, 0, 0, 0, 0, time.UTC)
+
+// futureSlack is how far past the reader's clock an ID's time may lie and
+// still be plausible: clocks differ, and an ID may be read elsewhere.
+const futureSlack = 24 * time.Hour
+
+// plausible reports whether t lies where a ringflake ID's time can: from
+// firstTime to futureSlack past the reader's clock.
+func (r Reader) plausible(t time.Time) bool {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	return !t.Before(firstTime) && !t.After(now().Add(futureSlack))
+}
+
+// outside says why t is not plausible: before any ringflake ID, or in the
+// future.
+func outside(t time.Time) string {
+	if t.Before(firstTime) {
+		return "before any ringflake ID (" + firstTime.Format("2006-01") + " on)"
+	}
+	return "in the future"
+}
+
+// presets are the named layouts Hint tries an ID under.
+var presets = []struct {
+	name   string
+	layout ringflake.Layout
+}{
+	{"default", ringflake.DefaultLayout()},
+	{"js", ringflake.JSLayout()},
+}
+
+// Hint returns a note for an ID whose time under the reader's layout is not
+// plausible (before November 2026, when ringflake was first written, or
+// more than a day in the future), or "" for one whose time is. An ID of the
+// js layout read under the default one, say, gives a time in early 2024
+// that looks right and is not; the note then gives the reading under each
+// other named layout where the time is plausible, with the flag that picks
+// it (flag: "--layout " or "?layout=").
+func (r Reader) Hint(id ringflake.ID, flag string) string {
+	t := r.Layout.Decompose(id).Time
+	if r.plausible(t) {
+		return ""
+	}
+	msg := fmt.Sprintf("%d: time %s is %s: an ID of another layout, or not an ID?", id, t.Format(time.RFC3339Nano), outside(t))
+	for _, p := range presets {
+		l := p.layout
+		if l.TimeBits == r.Layout.TimeBits && l.MachineBits == r.Layout.MachineBits && l.SequenceBits == r.Layout.SequenceBits {
+			continue
+		}
+		if (Reader{Layout: l}).fits(id) != nil {
+			continue
+		}
+		q := l.Decompose(id)
+		if !r.plausible(q.Time) {
+			continue
+		}
+		msg += fmt.Sprintf(" With %s%s it reads time %s, machine %d, sequence %d.", flag, p.name, q.Time.Format(time.RFC3339Nano), q.Machine, q.Sequence)
+	}
+	return msg
 }
 
 // IsDecimal reports whether s is digits, after an optional minus sign.

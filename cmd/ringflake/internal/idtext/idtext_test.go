@@ -2,7 +2,9 @@ package idtext
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,7 +53,19 @@ func TestParseAuto(t *testing.T) {
 		{"past the largest, base32", def, "8000000000000X", 0, nil, `as base58: ParseBase58 "8000000000000X"`},
 		{"negative", def, "-5", 0, nil, `as decimal: ParseID "-5": ID out of range: negative`},
 		{"13 characters, none a form", def, "0AM7QE674Q40!", 0, nil, `as base32: ParseBase32 "0AM7QE674Q40!": invalid ID syntax: character "!" at offset 12`},
-		{"a short word is base58", def, "garbage", 1506900037983, nil, ""},
+		{"a short word is no ID", def, "garbage", 0, nil, `"garbage" is a word, not an ID: as base58 it is 1506900037983 (time 2024-01-01T00:05:59.272Z, machine 989, sequence 351), before any ringflake ID (2026-11 on); give --format base58 to decode it so`},
+		{"abc is no ID", def, "abc", 0, nil, `"abc" is a word, not an ID: as base58 it is`},
+		{"an ID of letters only is read", def, "taKjQTiGEC", 383078035417174017, nil, ""},
+		{"base32 in lowercase", def, "0am7qe674q401", 383078035417174017, nil, ""},
+		{"base32 in mixed case", def, "0Am7qE674Q401", 383078035417174017, nil, ""},
+		{"base32 with O for 0", def, "OAM7QE674Q4o1", 383078035417174017, nil, ""},
+		{"base32 with L for 1", def, "0AM7QE674Q40L", 383078035417174017, nil, ""},
+		{"base32 with i for 1", def, "0AM7QE674Q40i", 383078035417174017, nil, ""},
+		{"base32's U is still no digit", def, "0AM7QE674Q40u", 0, nil, `character "U" at offset 12 is not uppercase Crockford Base32`},
+		{"spaces around decimal", def, " 383078035417174017", 383078035417174017, nil, ""},
+		{"tabs and newlines around base32", def, "\t0AM7QE674Q401\n", 383078035417174017, nil, ""},
+		{"spaces around base58", def, "  taKjQTiGEC  ", 383078035417174017, nil, ""},
+		{"a space inside is no ID", def, "3830780 35417174017", 0, nil, `is not an ID in decimal, base32 or base58`},
 		{"a word", def, "hello", 0, nil, `as base58: ParseBase58 "hello": invalid ID syntax: character "l" at offset 2 is not in the Base58 alphabet`},
 		{"empty", def, "", 0, nil, `"" is not an ID in decimal, base32 or base58; as base58: ParseBase58 "": invalid ID syntax: empty`},
 		{"js: 13 digits read as base32 are too wide", js, "0123456789012", 123456789012, nil, ""},
@@ -122,6 +136,9 @@ func TestParseNamedForm(t *testing.T) {
 		{"23456789", "decimal", 23456789, nil},
 		{"taKjQTiGEC", "decimal", 0, ringflake.ErrSyntax},
 		{"8ZZZZZZZZZZZZ", "base32", 0, ringflake.ErrRange},
+		{"0am7qe674q401", "base32", 383078035417174017, nil},
+		{"abc", "base58", 113019, nil}, // a word, read as the form named
+		{" 21 ", "decimal", 21, nil},
 	} {
 		id, err := r.Parse(tt.in, tt.format)
 		if tt.err != nil {
@@ -175,4 +192,42 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %d, %v; the forms read %v", s, id, err, readings)
 		}
 	})
+}
+
+// Hint flags an ID whose time under the layout no ringflake ID can have,
+// and gives its reading under each other named layout where the time is
+// plausible: an ID of the js layout read under the default one gives a time
+// in early 2024.
+func TestHint(t *testing.T) {
+	t.Parallel()
+	def, js := ringflake.DefaultLayout(), ringflake.JSLayout()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	compose := func(l ringflake.Layout, at time.Time, machine, seq int64) ringflake.ID {
+		id, err := l.Compose(ringflake.Parts{Time: at, Machine: machine, Sequence: seq})
+		require.NoError(t, err)
+		return id
+	}
+	jsID := compose(js, now, 5, 7)
+	for _, tt := range []struct {
+		name   string
+		layout ringflake.Layout
+		id     ringflake.ID
+		want   string // "" for no hint
+	}{
+		{"a default ID of now", def, compose(def, now, 185, 1), ""},
+		{"a js ID of now, under js", js, jsID, ""},
+		{"a js ID of now, under default", def, jsID,
+			fmt.Sprintf("%d: time 2024-01-02T00:54:08.437Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID? With --layout js it reads time 2026-11-28T12:00:00Z, machine 5, sequence 7.", jsID)},
+		{"a small number", def, 21, "21: time 2024-01-01T00:00:00Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID?"},
+		{"the first day", def, compose(def, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 0, 0), ""},
+		{"a day ahead", def, compose(def, now.Add(24*time.Hour), 0, 0), ""},
+		{"two days ahead", def, compose(def, now.Add(48*time.Hour), 0, 0),
+			fmt.Sprintf("%d: time 2026-11-30T12:00:00Z is in the future: an ID of another layout, or not an ID?", compose(def, now.Add(48*time.Hour), 0, 0))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := Reader{Layout: tt.layout, Now: func() time.Time { return now }}
+			assert.Equal(t, tt.want, r.Hint(tt.id, "--layout "))
+		})
+	}
 }

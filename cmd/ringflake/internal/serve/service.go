@@ -52,12 +52,12 @@ const (
 // with the error's text and, when waiting helps, Retry-After. A Service is
 // safe for concurrent use.
 type Service struct {
-	gen      atomic.Pointer[ringflake.Generator] // nil until ready; stored once
-	starting func() (string, time.Duration)      // why there is no generator yet, and the wait; written once by New
-	layout   ringflake.Layout                    // the generator's, written once by New
-	maxBatch int                                 // written once by New
-	mux      *http.ServeMux                      // written once by New
-	reg      *prometheus.Registry                // written by New, and by Ready once
+	gen      atomic.Pointer[ringflake.Generator]   // nil until ready; stored once
+	starting func() (string, int64, time.Duration) // why there is no generator yet, the machine ID, the wait; written once by New
+	layout   ringflake.Layout                      // the generator's, written once by New
+	maxBatch int                                   // written once by New
+	mux      *http.ServeMux                        // written once by New
+	reg      *prometheus.Registry                  // written by New, and by Ready once
 
 	ids  sync.Pool // *[]ringflake.ID with room for maxBatch, for /v1/ids
 	bufs sync.Pool // *[]byte, for /v1/ids's body
@@ -68,9 +68,10 @@ type Config struct {
 	MaxBatch int              // the most IDs /v1/ids hands out at once; 0 means DefaultMaxBatch
 	Layout   ringflake.Layout // the generator's layout, for /v1/decode before it is ready; zero means the default
 	// Starting says why the service is not ready before its generator is,
-	// and how long until it may be, or 0 if that is not known; nil means
-	// "starting", for an unknown time.
-	Starting func() (reason string, wait time.Duration)
+	// the machine ID it is getting, or -1 if none yet, and how long until
+	// it may be ready, or 0 if that is not known; nil means "starting",
+	// for an unknown time.
+	Starting func() (reason string, machine int64, wait time.Duration)
 }
 
 // New returns the HTTP API over g, which stays the caller's to Close. A
@@ -85,7 +86,7 @@ func New(g *ringflake.Generator, c Config) *Service {
 		c.Layout = ringflake.DefaultLayout()
 	}
 	if c.Starting == nil {
-		c.Starting = func() (string, time.Duration) { return "starting", 0 }
+		c.Starting = func() (string, int64, time.Duration) { return "starting", -1, 0 }
 	}
 	s := &Service{starting: c.Starting, layout: c.Layout, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
 	s.ids.New = func() any { b := make([]ringflake.ID, s.maxBatch); return &b }
@@ -176,7 +177,7 @@ func (s *Service) issuing(h func(issuer, http.ResponseWriter, *http.Request)) ht
 		g := s.gen.Load()
 		switch {
 		case g == nil:
-			reason, wait := s.starting()
+			reason, _, wait := s.starting()
 			w.Header().Set("Retry-After", seconds(wait))
 			replyError(w, http.StatusServiceUnavailable, "not ready: "+reason)
 		case r.Method == http.MethodHead:
@@ -318,6 +319,7 @@ type decoded struct {
 	Datacenter *int64       `json:"datacenter,omitempty"`
 	Worker     *int64       `json:"worker,omitempty"`
 	Sequence   int64        `json:"sequence"`
+	Hint       string       `json:"hint,omitempty"` // for a time no ringflake ID has, as of an ID of another layout
 }
 
 // decode answers the parts of an ID under the generator's layout, read as
@@ -333,13 +335,15 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request) {
 		replyError(w, http.StatusBadRequest, fmt.Sprintf("format = %s; want %s", idtext.Quote(format), idtext.Formats))
 		return
 	}
-	id, err := idtext.Reader{Layout: s.layout, Ask: "?format="}.Parse(r.PathValue("id"), format)
+	reader := idtext.Reader{Layout: s.layout, Ask: "?format="}
+	id, err := reader.Parse(r.PathValue("id"), format)
 	if err != nil {
 		replyError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p := s.layout.Decompose(id)
-	d := decoded{ID: id, Time: p.Time.UTC().Format(time.RFC3339Nano), Machine: p.Machine, Sequence: p.Sequence}
+	d := decoded{ID: id, Time: p.Time.UTC().Format(time.RFC3339Nano), Machine: p.Machine, Sequence: p.Sequence,
+		Hint: reader.Hint(id, "serve --layout ")}
 	if s.layout.DatacenterBits > 0 {
 		d.Datacenter, d.Worker = &p.Datacenter, &p.Worker
 	}
@@ -351,11 +355,21 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	replyJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readiness is /readyz's answer.
+// readiness is /readyz's answer. Machine is the machine ID the generator
+// issues with, or the one it is getting, and is left out while there is
+// none, as while the ID is acquired.
 type readiness struct {
 	Ready   bool   `json:"ready"`
-	Machine int64  `json:"machine"`
+	Machine *int64 `json:"machine,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+}
+
+// machineID returns id for readiness.Machine: nil for -1, none.
+func machineID(id int64) *int64 {
+	if id < 0 {
+		return nil
+	}
+	return &id
 }
 
 // readyz answers 200 while the generator can issue now, and 503 while it
@@ -364,12 +378,12 @@ type readiness struct {
 func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
 	g := s.gen.Load()
 	if g == nil {
-		reason, wait := s.starting()
+		reason, machine, wait := s.starting()
 		w.Header().Set("Retry-After", seconds(wait))
-		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: -1, Reason: reason})
+		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: machineID(machine), Reason: reason})
 		return
 	}
-	machine := g.Lease().ID
+	machine := machineID(g.Lease().ID)
 	if err := g.Ready(); err != nil {
 		retryAfter(w, err)
 		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: machine, Reason: err.Error()})

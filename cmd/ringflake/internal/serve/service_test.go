@@ -171,7 +171,8 @@ func TestServiceBadInput(t *testing.T) {
 		{"GET", "/v1/decode/" + strings.Repeat("7", 10000), 400, `ParseID "77777777777777777777777777777777"...: ID out of range`},
 		{"GET", "/v1/decode/-5", 400, `ParseID "-5": ID out of range: negative`},
 		{"GET", "/v1/decode/9223372036854775808", 400, "ID out of range: above 2^63-1"},
-		{"GET", "/v1/decode/12%20", 400, `"12 " is not an ID in decimal, base32 or base58`},
+		{"GET", "/v1/decode/1%202", 400, `"1 2" is not an ID in decimal, base32 or base58`},
+		{"GET", "/v1/decode/abc", 400, `"abc" is a word, not an ID: as base58 it is 113019 (time 2024-01-01T00:00:00Z, machine 27, sequence 2427), before any ringflake ID (2026-11 on); give ?format=base58 to decode it so`},
 		{"GET", "/" + strings.Repeat("x", 10000), 404, `no such path "/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"...`},
 		{"GET", "/nope", 404, `no such path "/nope"`},
 		{"GET", "/", 404, `no such path "/"`},
@@ -280,7 +281,7 @@ func TestServiceIssueErrors(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "generator is closed")
 	w = request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"ringflake: generator is closed"}`, w.Body.String())
+	assert.JSONEq(t, `{"ready":false,"reason":"ringflake: generator is closed"}`, w.Body.String(), "a closed generator has no machine ID")
 	assert.Empty(t, w.Header().Get("Retry-After"), "a closed generator never comes back")
 }
 
@@ -468,13 +469,14 @@ func TestServiceBeforeReady(t *testing.T) {
 	t.Parallel()
 	clock := fakeclock.New(start)
 	var wait atomic.Int64 // the Starting wait, in nanoseconds
-	svc := New(nil, Config{Starting: func() (string, time.Duration) {
-		return "acquiring the machine ID from the lease redis://x", time.Duration(wait.Load())
+	svc := New(nil, Config{Starting: func() (string, int64, time.Duration) {
+		return "acquiring the machine ID from the lease redis://x", -1, time.Duration(wait.Load())
 	}})
 	assert.Equal(t, http.StatusOK, request(svc, "GET", "/healthz").Code)
 	w := request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.JSONEq(t, `{"ready":false,"machine":-1,"reason":"acquiring the machine ID from the lease redis://x"}`, w.Body.String())
+	assert.JSONEq(t, `{"ready":false,"reason":"acquiring the machine ID from the lease redis://x"}`, w.Body.String(),
+		"no machine ID yet: none is given")
 	assert.Equal(t, "1", w.Header().Get("Retry-After"), "an unknown wait")
 	for _, path := range []string{"/v1/id", "/v1/ids?n=3", "/api/snowflake/get/k"} {
 		for _, method := range []string{"GET", "HEAD"} {
@@ -512,6 +514,8 @@ func TestServiceDecodeForms(t *testing.T) {
 	split := ringflake.DefaultLayout()
 	split.DatacenterBits = 5
 	want := `{"id":"382862780006428673","time":"2026-11-22T12:00:00Z","machine":7,"sequence":1}`
+	jsID, err := ringflake.JSLayout().Compose(ringflake.Parts{Time: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), Machine: 5, Sequence: 7})
+	require.NoError(t, err)
 	tests := []struct {
 		target string
 		layout ringflake.Layout
@@ -521,10 +525,14 @@ func TestServiceDecodeForms(t *testing.T) {
 		{"/v1/decode/" + id.Base32(), ringflake.Layout{}, want},
 		{"/v1/decode/" + id.Base58() + "?format=base58", ringflake.Layout{}, want},
 		{"/v1/decode/" + id.Base58(), ringflake.Layout{}, want},
-		{"/v1/decode/0123456789012?format=base32", ringflake.Layout{}, `{"id":"38390726480134178","time":"2024-04-15T22:31:02.458Z","machine":72,"sequence":34}`},
-		{"/v1/decode/9007199254740991", ringflake.JSLayout(), `{"id":"9007199254740991","time":"2093-09-06T15:47:35.551Z","machine":63,"sequence":63}`},
-		{"/v1/decode/0123456789012", ringflake.JSLayout(), `{"id":"123456789012","time":"2024-01-01T08:22:20.817Z","machine":40,"sequence":20}`},
+		{"/v1/decode/0123456789012?format=base32", ringflake.Layout{}, `{"id":"38390726480134178","time":"2024-04-15T22:31:02.458Z","machine":72,"sequence":34,"hint":"38390726480134178: time 2024-04-15T22:31:02.458Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID?"}`},
+		{"/v1/decode/9007199254740991", ringflake.JSLayout(), `{"id":"9007199254740991","time":"2093-09-06T15:47:35.551Z","machine":63,"sequence":63,"hint":"9007199254740991: time 2093-09-06T15:47:35.551Z is in the future: an ID of another layout, or not an ID?"}`},
+		{"/v1/decode/0123456789012", ringflake.JSLayout(), `{"id":"123456789012","time":"2024-01-01T08:22:20.817Z","machine":40,"sequence":20,"hint":"123456789012: time 2024-01-01T08:22:20.817Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID?"}`},
 		{"/v1/decode/" + id.Base32() + "?format=base32", ringflake.Layout{}, want},
+		{"/v1/decode/" + strings.ToLower(id.Base32()), ringflake.Layout{}, want},
+		{"/v1/decode/%20" + id.String() + "%20", ringflake.Layout{}, want},
+		{"/v1/decode/" + jsID.String(), ringflake.Layout{}, `{"id":"376012800000327","time":"2024-01-02T00:54:08.437Z","machine":512,"sequence":327,` +
+			`"hint":"376012800000327: time 2024-01-02T00:54:08.437Z is before any ringflake ID (2026-11 on): an ID of another layout, or not an ID? With serve --layout js it reads time 2026-11-28T12:00:00Z, machine 5, sequence 7."}`},
 		{"/v1/decode/" + id.String(), split, `{"id":"382862780006428673","time":"2026-11-22T12:00:00Z","machine":7,"datacenter":0,"worker":7,"sequence":1}`},
 	}
 	for _, tt := range tests {
@@ -532,5 +540,32 @@ func TestServiceDecodeForms(t *testing.T) {
 		w := request(svc, "GET", tt.target)
 		assert.Equal(t, http.StatusOK, w.Code, "%s: body %s", tt.target, w.Body)
 		assert.JSONEq(t, tt.want, w.Body.String(), tt.target)
+	}
+}
+
+// /readyz before the generator is made gives the machine ID the service is
+// getting, the one its reason names, or none while it has none.
+func TestServiceReadyzMachineWhileStarting(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		reason  string
+		machine int64
+		want    string
+	}{
+		{"acquiring", "acquiring the machine ID from the lease redis://x", -1,
+			`{"ready":false,"reason":"acquiring the machine ID from the lease redis://x"}`},
+		{"acquiring one not held yet", "acquiring the machine ID from the lease redis://x: machine ID 4 is not held", 4,
+			`{"ready":false,"machine":4,"reason":"acquiring the machine ID from the lease redis://x: machine ID 4 is not held"}`},
+		{"starting with machine ID 0", "starting with machine ID 0 from the lease redis://x", 0,
+			`{"ready":false,"machine":0,"reason":"starting with machine ID 0 from the lease redis://x"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc := New(nil, Config{Starting: func() (string, int64, time.Duration) { return tt.reason, tt.machine, 0 }})
+			w := request(svc, "GET", "/readyz")
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+			assert.JSONEq(t, tt.want, w.Body.String())
+		})
 	}
 }

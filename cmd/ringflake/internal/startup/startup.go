@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,27 @@ const ReleaseTimeout = 5 * time.Second
 // ClockRetry is how long serve waits before it asks for its machine ID
 // again after the store refused its clock as off the fleet's.
 const ClockRetry = 5 * time.Second
+
+// The backoff of serve's retries after any other failure to get its machine
+// ID, such as a store that cannot be reached: the first retry comes after
+// RetryMin, each later one after twice the one before, up to RetryMax.
+const (
+	RetryMin = 500 * time.Millisecond
+	RetryMax = 10 * time.Second
+)
+
+// Backoff returns the wait before retry n (0 for the first) after a failure
+// to get the machine ID: RetryMin·2ⁿ, at most RetryMax, drawn by r in [0, 1)
+// from the upper half of that (jitter), so that a fleet that lost its store
+// together does not ask again in step. It is at least RetryMin/2 and at most
+// RetryMax.
+func Backoff(n int, r float64) time.Duration {
+	step := RetryMax
+	if n < 8 { // RetryMin·2⁸ is past RetryMax; a larger shift could overflow
+		step = min(RetryMin<<n, RetryMax)
+	}
+	return step/2 + time.Duration(r*float64(step/2))
+}
 
 // ErrInterrupted reports that a signal stopped a command before its
 // generator was made; whatever lease it had taken was released.
@@ -41,10 +64,19 @@ type Startup struct {
 	Refused atomic.Pointer[Refusal]         // the store's refusal of the clock, while serve waits to ask again
 }
 
-// Refusal is a store's refusal of the clock, and when serve asks again.
+// Refusal is a failure to get the machine ID that serve retries, and when
+// it asks again.
 type Refusal struct {
 	Err   error
 	Retry time.Time // on the real clock
+}
+
+// Reason says what failed, and how serve goes on.
+func (r *Refusal) Reason() string {
+	if errors.Is(r.Err, machineid.ErrClockOffset) {
+		return fmt.Sprintf("refused: %v; serve asks again every %v", r.Err, ClockRetry)
+	}
+	return fmt.Sprintf("no machine ID yet: %v; serve asks again, backing off up to every %v", r.Err, RetryMax)
 }
 
 // New returns the Startup of a command whose signals end stop, and whose
@@ -88,25 +120,74 @@ func (st *Startup) Reason() string {
 		l.ID, from, l.After.UTC().Format(time.RFC3339Nano))
 }
 
-// Status is Reason, with how long until the generator can issue, as far as
-// the lease's reports tell: until the clock passes the mark the lease
-// inherited, or 0 (not known) before there is one, such as while the
-// machine ID is acquired; or, while the store refuses the clock, the
-// refusal and the time until serve asks again. It is serve's answer before
-// the generator is made, Retry-After's figure included.
-func (st *Startup) Status() (string, time.Duration) {
+// Status is Reason, with the machine ID the lease reports (taken, or
+// being acquired), or -1 before there is one, and how long until the
+// generator can issue, as far as the lease's reports tell: until the clock
+// passes the mark the lease inherited, or 0 (not known) before there is
+// one, such as while the machine ID is acquired; or, while serve retries a
+// failure, the failure and the time until serve asks again. It is serve's
+// answer before the generator is made, Retry-After's figure included.
+func (st *Startup) Status() (reason string, machine int64, wait time.Duration) {
 	if r := st.Refused.Load(); r != nil {
-		return fmt.Sprintf("refused: %v; serve asks again every %v", r.Err, ClockRetry), max(time.Until(r.Retry), 0)
+		return r.Reason(), -1, max(time.Until(r.Retry), 0)
 	}
-	var wait time.Duration
-	if l := st.Lease.Load(); l != nil && l.Held && !l.After.IsZero() {
+	machine = -1
+	l := st.Lease.Load()
+	if l != nil {
+		machine = l.ID
+	}
+	if l != nil && l.Held && !l.After.IsZero() {
 		now := time.Now
 		if st.Clock != nil {
 			now = st.Clock
 		}
 		wait = max(l.After.Sub(now()), 0)
 	}
-	return st.Reason(), wait
+	return st.Reason(), machine, wait
+}
+
+// Retry calls try until it returns nil, an error for which final is true,
+// or ErrInterrupted, and returns what try returned; or until st.Stop ends
+// while it waits to ask again, and then returns ErrInterrupted. Meanwhile
+// st.Refused holds the last failure, for Status, and a failure is logged
+// once, and again only when its words change. A refused clock is asked
+// about again every ClockRetry: waiting does not set a clock right, but NTP
+// may, as on a host just booted. Any other failure, such as a store that
+// cannot be reached, is asked about again after Backoff. The wait between
+// tries ends at once on st.Stop; a try itself ends on it as New does.
+func Retry[T any](st *Startup, log *slog.Logger, try func() (T, error), final func(error) bool) (T, error) {
+	said := ""
+	for n := 0; ; {
+		v, err := try()
+		if err == nil || errors.Is(err, ErrInterrupted) || final(err) {
+			st.Refused.Store(nil)
+			return v, err
+		}
+		wait := ClockRetry
+		clock := errors.Is(err, machineid.ErrClockOffset)
+		if !clock {
+			wait = Backoff(n, rand.Float64())
+			n++
+		}
+		st.Refused.Store(&Refusal{Err: err, Retry: time.Now().Add(wait)})
+		if err.Error() != said {
+			said = err.Error()
+			if clock {
+				log.Error("ringflake: the store refused this clock; asking again every "+ClockRetry.String()+" until it is set right", "err", err)
+			} else {
+				log.Error("ringflake: no machine ID yet; asking again, backing off up to every "+RetryMax.String(), "err", err)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-st.Stop.Done():
+			t.Stop()
+			st.Refused.Store(nil)
+			var zero T
+			return zero, ErrInterrupted
+		case <-t.C:
+		}
+	}
 }
 
 // Within runs f and returns its error, or an error saying it had not
