@@ -48,10 +48,10 @@ type rig struct {
 	// steady waits until a take is in steady state (Redis: until its
 	// restart window has passed); nil if it is at once.
 	steady func()
-	// busy starts a measure of how long the server was busy with one take;
-	// the function it returns ends it and gives the longest. nil if the
+	// busy starts a measure of how long the server was busy with each
+	// take; the function it returns ends it and gives them. nil if the
 	// store does not report it.
-	busy func() (longest func() time.Duration)
+	busy func() (end func() []time.Duration)
 }
 
 // takeStore names a store and starts its rig.
@@ -81,23 +81,30 @@ func redisRig(tb testing.TB) rig {
 		// The restart floor lasts the TTL and twice the bound on the
 		// clocks' offset (the default, 2s) from the server's start.
 		steady: func() { srv.WaitUptime(takeTTL + 4*time.Second) },
-		busy: func() func() time.Duration {
+		busy: func() func() []time.Duration {
 			srv.Do("SLOWLOG", "RESET")
-			return func() time.Duration {
+			return func() []time.Duration {
 				logs, err := c.SlowLogGet(context.Background(), -1).Result()
 				if err != nil {
 					tb.Fatalf("SLOWLOG GET: %v", err)
 				}
-				var longest time.Duration
+				var took []time.Duration
 				for _, l := range logs {
-					if len(l.Args) > 0 && strings.HasPrefix(strings.ToLower(l.Args[0]), "eval") {
-						longest = max(longest, l.Duration)
+					if isTake(l.Args) {
+						took = append(took, l.Duration)
 					}
 				}
-				return longest
+				return took
 			}
 		},
 	}
+}
+
+// isTake reports whether a Redis call is a take: EVALSHA (or EVAL) of the
+// lease-mode acquire script, which alone has one key and 11 arguments;
+// renewals have 7, releases 6.
+func isTake(args []string) bool {
+	return len(args) == 15 && strings.HasPrefix(strings.ToLower(args[0]), "eval") && args[2] == "1"
 }
 
 func etcdRig(tb testing.TB) rig {
@@ -149,7 +156,7 @@ type takeRow struct {
 	store, phase string
 	ids          int64
 	took         []time.Duration // each take, as its holder's MachineID saw it
-	busy         time.Duration   // the server's longest call; 0 if unknown
+	busy         []time.Duration // the server's time on each take; nil if unknown
 	err          error
 }
 
@@ -179,8 +186,8 @@ func takes(o options) {
 	}
 	w := table(fmt.Sprintf("(6) Machine-ID takes, %d holders one after another, each taking the lowest free ID, TTL %v: ms per take, as MachineID saw it; "+
 		"fresh = a new server (Redis: in its restart window), steady = the same server once those holders released their IDs (Redis: past the window); "+
-		"server busy = the longest call the server ran (Redis: its SLOWLOG), where it reports it", o.holders, takeTTL))
-	fmt.Fprintln(w, "store	IDs	phase	median ms	max ms	server busy max ms")
+		"server busy = how long the server ran each take (Redis: its SLOWLOG), where it reports it", o.holders, takeTTL))
+	fmt.Fprintln(w, "store	IDs	phase	median ms	max ms	server busy median ms	server busy max ms")
 	for _, r := range rows {
 		if r.err == nil && len(r.took) == 0 {
 			r.err = fmt.Errorf("no take ran")
@@ -189,9 +196,9 @@ func takes(o options) {
 			fmt.Fprintf(w, "%s\t%d\t%s\tfailed: %v\n", r.store, r.ids, r.phase, r.err)
 			continue
 		}
-		busy := "-"
-		if r.busy > 0 {
-			busy = fmt.Sprintf("%.2f", ms(r.busy))
+		busy := "-\t-"
+		if len(r.busy) > 0 {
+			busy = fmt.Sprintf("%.2f\t%.2f", ms(medianDur(r.busy)), ms(slices.Max(r.busy)))
 		}
 		fmt.Fprintf(w, "%s\t%d\t%s\t%.2f\t%.2f\t%s\n", r.store, r.ids, r.phase, ms(medianDur(r.took)), ms(slices.Max(r.took)), busy)
 	}
@@ -208,9 +215,9 @@ func takeAll(r rig, phase string, holders int, n int64) takeRow {
 			_ = h.Release(time.Now())
 		}
 	}()
-	var longest func() time.Duration
+	var busy func() []time.Duration
 	if r.busy != nil {
-		longest = r.busy()
+		busy = r.busy()
 	}
 	for range holders {
 		h, err := r.holder(0, n-1)
@@ -229,8 +236,8 @@ func takeAll(r rig, phase string, holders int, n int64) takeRow {
 			return row
 		}
 	}
-	if longest != nil {
-		row.busy = longest()
+	if busy != nil {
+		row.busy = busy()
 	}
 	return row
 }

@@ -185,7 +185,8 @@ local id, after = mine(prefix, token)
 if id then
   return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
-local best, mark, held, left = pick(prefix, marks, lo, hi, now, restartFloor(restart, window))
+local floor = restartFloor(restart, window)
+local best, mark, held, left = pick(prefix, marks, lo, hi, now, floor)
 if best == nil then
   return {-1, held, left}
 end
