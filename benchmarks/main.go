@@ -10,6 +10,7 @@
 //	go run ./benchmarks -run sat,paced -rounds 5
 //	go run ./benchmarks -run single,burst -rounds 5
 //	go run ./benchmarks -run paced,busy   # also paced on a busy machine
+//	go run ./benchmarks -run takes        # machine-ID takes on each lease store
 //
 // Generators take turns: each round runs every generator once per
 // configuration, in an order rotated from round to round, so that noise
@@ -42,12 +43,13 @@ type options struct {
 	bufIDs     int
 	cpuProfile string
 	quick      bool
+	holders    int
 }
 
 func parseFlags() (options, error) {
 	var o options
 	quick := flag.Bool("quick", false, "a run of a few seconds: 1 round, short windows (for CI)")
-	run := flag.String("run", "sat,paced,single,burst,allocs", "scenarios to run, comma-separated: sat, paced, single, burst, allocs, and busy (paced with another process spinning on every core; not run by default)")
+	run := flag.String("run", "sat,paced,single,burst,allocs", "scenarios to run, comma-separated: sat, paced, single, burst, allocs, busy (paced with another process spinning on every core) and takes (machine-ID takes on a server of each lease store); the last two are not run by default")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the saturation, paced and single-call scenarios")
 	flag.DurationVar(&o.window, "window", 300*time.Millisecond, "saturation window per generator and G")
 	gs := flag.String("g", "1,2,16,256", "goroutine counts for saturation")
@@ -58,6 +60,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.bursts, "bursts", 200, "bursts (one per tick) per generator over the whole run, shared out among the rounds")
 	peers := flag.String("peers", "", "only generators whose name contains one of these, comma-separated")
 	flag.IntVar(&o.bufIDs, "buf", 8<<20, "IDs kept per saturation run for the duplicate check")
+	flag.IntVar(&o.holders, "holders", 200, "holders taking machine IDs one after another in the takes scenario")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (with -peers to profile one generator)")
 	flag.Parse()
 	o.quick = *quick
@@ -74,8 +77,8 @@ func parseFlags() (options, error) {
 	if *peers != "" {
 		o.peerFilter = strings.Split(*peers, ",")
 	}
-	if o.rounds < 1 || o.window <= 0 || o.pacedDur <= 0 || o.rate <= 0 || o.pacedG < 1 || o.batches < 1 || o.bursts < 1 {
-		return o, fmt.Errorf("rounds, window, paced, rate, paced-g, batches and bursts must be positive")
+	if o.rounds < 1 || o.window <= 0 || o.pacedDur <= 0 || o.rate <= 0 || o.pacedG < 1 || o.batches < 1 || o.bursts < 1 || o.holders < 1 {
+		return o, fmt.Errorf("rounds, window, paced, rate, paced-g, batches, bursts and holders must be positive")
 	}
 	return o, nil
 }
@@ -85,7 +88,7 @@ func parseScenarios(list string) (map[string]bool, error) {
 	run := map[string]bool{}
 	for _, s := range strings.Split(list, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "single", "burst", "allocs", "sat", "paced", "busy":
+		case "single", "burst", "allocs", "sat", "paced", "busy", "takes":
 			run[s] = true
 		case "":
 		default:
@@ -161,6 +164,9 @@ func run(o options) bool {
 	}
 	if o.run["sat"] || o.run["paced"] || o.run["busy"] {
 		duplicates(peers, dups)
+	}
+	if o.run["takes"] {
+		takes(o)
 	}
 	printNotes(peers)
 	sum.print()

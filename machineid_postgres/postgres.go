@@ -98,23 +98,28 @@ func CreateTable(ctx context.Context, db DB, table string) error {
 	return nil
 }
 
-// Take runs take, and fill first if no row is free: perhaps because the
-// range's rows are not there yet.
+// Take runs take, and fill then take again while no row is free and fill
+// finds an ID without one: the range's rows are added as they are needed.
+// Each round adds a row (this call's fill or a concurrent one), so the
+// rounds are at most the IDs of the range; a take that finds no free row
+// and a fill that finds every ID with a row end it.
 func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
-	g, err := s.take(ctx, c)
-	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := s.db.Exec(ctx, s.sql.fill, c.Lo, c.Hi); err != nil {
-			return g, fmt.Errorf("adding the rows of %d..%d: %w", c.Lo, c.Hi, s.dbErr(err))
+	for {
+		g, err := s.take(ctx, c)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			if err != nil {
+				return g, s.dbErr(err)
+			}
+			return g, nil
 		}
-		g, err = s.take(ctx, c)
+		var id int64
+		switch err := s.db.QueryRow(ctx, s.sql.fill, c.Lo, c.Hi).Scan(&id); {
+		case errors.Is(err, pgx.ErrNoRows):
+			return g, s.exhausted(ctx, c)
+		case err != nil:
+			return g, fmt.Errorf("adding a row to %d..%d: %w", c.Lo, c.Hi, s.dbErr(err))
+		}
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return g, s.exhausted(ctx, c)
-	}
-	if err != nil {
-		return g, s.dbErr(err)
-	}
-	return g, nil
 }
 
 func (s *store) take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {

@@ -58,25 +58,46 @@ PERFORM pg_advisory_xact_lock(%d, hashtext(%s));
 %s;
 END $do$`, createLockClass, literal(quoted), strings.Replace(TableSQL, defaultTable, quoted, 1)),
 
-		// fill adds a free row for every ID in lo..hi that has none, so
-		// that take can lock rows rather than race to insert them.
-		// Concurrent fills insert in ascending order, so one waits for the
-		// other and then skips its rows; neither can deadlock.
+		// fill adds a free row for the lowest ID of lo..hi that has none,
+		// so that take can lock rows rather than race to insert them. It
+		// finds it among lo and the IDs just past a row's, through the
+		// primary key, so that it costs as many rows as the range has, not
+		// the range's width: rows are added as IDs are first needed. A
+		// concurrent fill that added the same ID first leaves this one's
+		// insert to do nothing; either way it answers the ID found.
 		//	$1 lo, $2 hi
-		fill: r.Replace(`INSERT INTO $table (id, expires_at)
-SELECT i, statement_timestamp() FROM generate_series($1::bigint, $2::bigint) AS i
-ON CONFLICT (id) DO NOTHING`),
+		//	returns the ID, or no row when every ID of lo..hi has one
+		fill: r.Replace(`WITH gap AS (
+  SELECT c.id FROM (
+    SELECT $1::bigint AS id
+    UNION ALL
+    SELECT f.id + 1 FROM $table AS f WHERE f.id >= $1::bigint AND f.id < $2::bigint
+  ) AS c
+  WHERE NOT EXISTS (SELECT 1 FROM $table AS n WHERE n.id = c.id)
+  ORDER BY c.id
+  LIMIT 1
+), added AS (
+  INSERT INTO $table (id, expires_at)
+  SELECT id, statement_timestamp() FROM gap
+  ON CONFLICT (id) DO NOTHING
+)
+SELECT id FROM gap`),
 
-		// take gives the token the lowest free row in lo..hi, preferring a
-		// row it already owns (the trace of an earlier take whose answer
-		// was lost, or its own lease after a loss the row did not see), and
-		// raises the row's mark ahead, unless the proposed mark is NULL
-		// (GREATEST ignores it). It answers with the database's clock, the
-		// reference a holder's clock is checked against. A row locked by another statement is
-		// skipped, not waited for: it is being taken, renewed or released.
-		// FOR UPDATE locks the newest version of the row and checks the
-		// WHERE clause against it again, so a row another statement took
-		// since this one's snapshot is passed over too.
+		// take gives the token a row in lo..hi it already owns (the trace
+		// of an earlier take whose answer was lost, or its own lease after
+		// a loss the row did not see), else the lowest free one, and raises
+		// the row's mark ahead, unless the proposed mark is NULL (GREATEST
+		// ignores it). It answers with the database's clock, the reference
+		// a holder's clock is checked against. A row locked by another
+		// statement is skipped, not waited for: it is being taken, renewed
+		// or released. FOR UPDATE locks the newest version of the row and
+		// checks the WHERE clause against it again, so a row another
+		// statement took since this one's snapshot is passed over too.
+		//
+		// The two are looked for apart, so that each can stop at the first
+		// row it finds in the primary key's order: the lowest free row
+		// costs the rows held below it, not the range. COALESCE looks for
+		// a free row only if the token owns none.
 		//	$1 token, $2 TTL in µs, $3 the proposed mark (the holder's clock
 		//	+ TTL) or NULL, $4 lo, $5 hi
 		//	returns id, inherited, mark, the database's clock
@@ -85,13 +106,18 @@ ON CONFLICT (id) DO NOTHING`),
   expires_at = statement_timestamp() + $2::bigint * interval '1 microsecond',
   inherited = CASE WHEN t.owner = $1 THEN t.inherited ELSE t.mark END,
   mark = GREATEST(t.mark, $3::timestamptz)
-WHERE t.id = (
-  SELECT f.id FROM $table AS f
-  WHERE f.id BETWEEN $4::bigint AND $5::bigint
-    AND (f.owner IS NULL OR f.owner = $1 OR f.expires_at < statement_timestamp())
-  ORDER BY f.owner IS NOT DISTINCT FROM $1 DESC, f.id
-  LIMIT 1
-  FOR UPDATE SKIP LOCKED)
+WHERE t.id = COALESCE(
+  (SELECT f.id FROM $table AS f
+   WHERE f.id BETWEEN $4::bigint AND $5::bigint AND f.owner = $1
+   ORDER BY f.id
+   LIMIT 1
+   FOR UPDATE SKIP LOCKED),
+  (SELECT f.id FROM $table AS f
+   WHERE f.id BETWEEN $4::bigint AND $5::bigint
+     AND (f.owner IS NULL OR f.expires_at < statement_timestamp())
+   ORDER BY f.id
+   LIMIT 1
+   FOR UPDATE SKIP LOCKED))
 RETURNING t.id, t.inherited, t.mark, clock_timestamp()`),
 
 		// renew extends the token's lease on id and raises the mark

@@ -83,20 +83,32 @@ local function mine(prefix, token)
   return nil
 end
 
--- firstFree returns how many of the leases lo..hi exist and the least time,
--- in ms, that any of them has left.
-local function firstFree(prefix, lo, hi)
+-- pick returns the free ID of lo..hi that a take chooses and its mark (see
+-- leaseAcquire), or nil, the number of leases held and the least time, in
+-- ms, that any of them has left, when every ID is held. It looks at IDs in
+-- order and stops at the first free one whose mark is before now, or is
+-- the floor itself (its own mark at or below it).
+local function pick(prefix, marks, lo, hi, now, floor)
+  local best, bestMark = nil, nil
   local held, left = 0, -1
   for i = lo, hi do
     local pttl = redis.call('PTTL', prefix .. 'LEASE:' .. i)
-    if pttl >= 0 then
+    if pttl == -2 then
+      local m = markOf(marks, i, floor)
+      if m < now or m <= floor then
+        return i, m
+      end
+      if best == nil or m < bestMark then
+        best, bestMark = i, m
+      end
+    elseif pttl >= 0 then
       held = held + 1
       if left < 0 or pttl < left then
         left = pttl
       end
     end
   end
-  return held, left
+  return best, bestMark, held, left
 end
 `
 
@@ -137,7 +149,33 @@ end
 
 // leaseAcquire takes the lowest free ID in lo..hi whose mark is already in
 // the past on the caller's clock; failing that, the free ID with the lowest
-// mark, whose holder must then wait for its clock to pass the mark.
+// mark (the lowest such ID), whose holder must then wait for its clock to
+// pass the mark. An ID's mark here is its own, or the restart floor if that
+// is later (markOf).
+//
+// Its cost follows the IDs held, not the range: pick stops at the first
+// free ID whose mark is before now, or equal to the floor, and so looks at
+// the IDs held below it, the free ones below it whose own mark is past both
+// the floor and now, and itself. Marks are set no more than the TTL and the
+// slack past the server's time, so the free IDs of the second kind are
+// those held or freed within about that long (or whose holder's clock ran
+// ahead with the cap off). Stopping there chooses what a scan of the whole
+// range chooses:
+//   - A mark before now: every free ID below it was looked at and had none,
+//     so it is the lowest free ID with its mark in the past.
+//   - A mark equal to the floor, and not before now: no mark is below the
+//     floor, so none is before now, and the lowest mark of all is the
+//     floor. Every free ID below this one has a mark above the floor (it
+//     would have stopped there), so this is the lowest ID with the lowest
+//     mark.
+//   - No stop: every free ID's mark is past the floor and not before now,
+//     and every one was looked at; the lowest, first found, is chosen.
+//
+// This holds whatever the floor is: 0, or a time ahead of the clock or
+// behind it.
+//
+// When every ID is held the scan has looked at every lease (as many as the
+// IDs held), and answers how many and the least time one has left.
 //
 //	KEYS[1] marks
 //	ARGV    prefix, token, lo, hi, ttl ms, now ms, until ms (0: raise no mark),
@@ -154,23 +192,11 @@ if id then
   return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
 local floor = restartFloor(restart)
-local best, bestMark = nil, nil
-for i = lo, hi do
-  if redis.call('EXISTS', prefix .. 'LEASE:' .. i) == 0 then
-    local m = markOf(marks, i, floor)
-    if m < now then
-      return take(prefix, token, marks, i, m, ttl, untilMs, ahead, slack)
-    end
-    if best == nil or m < bestMark then
-      best, bestMark = i, m
-    end
-  end
-end
+local best, mark, held, left = pick(prefix, marks, lo, hi, now, floor)
 if best == nil then
-  local held, left = firstFree(prefix, lo, hi)
   return {-1, held, left}
 end
-return take(prefix, token, marks, best, bestMark, ttl, untilMs, ahead, slack)
+return take(prefix, token, marks, best, mark, ttl, untilMs, ahead, slack)
 `)
 
 // hostAcquire is the host mapping made atomic: the host's ID from the
