@@ -36,6 +36,7 @@ type Client struct {
 	head    int
 	count   int
 	pending int
+	waiting int // NextID calls waiting on an empty buffer
 	closed  bool
 	changed chan struct{}
 	stats   Stats
@@ -165,14 +166,23 @@ func (c *Client) NextID(ctx context.Context) (ringflake.ID, error) {
 			c.mu.Unlock()
 			return 0, err
 		}
+		if c.waiting++; c.waiting == 1 {
+			c.broadcast() // the fill may ask a second server (reserve)
+		}
 		ch := c.changed
 		c.mu.Unlock()
+		var err error
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			err = ctx.Err()
 		}
 		c.mu.Lock()
+		c.waiting--
+		if err != nil {
+			c.mu.Unlock()
+			return 0, err
+		}
 	}
 }
 

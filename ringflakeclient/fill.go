@@ -97,12 +97,19 @@ func (c *Client) info(ctx context.Context, s *server) (*pb.InfoResponse, error) 
 // reserve waits until the buffer, with the IDs asked for, holds fewer
 // than the low mark, then reserves what brings it to the high mark and
 // returns how many; or returns false after Close. The IDs reserved count
-// as pending, so that no other server's fill asks for them too.
+// as pending, so that no other server's fill asks for them too. But while
+// the buffer is empty and a NextID waits, the IDs asked of a server that
+// is slow to answer do not hold the others back: the fill asks another
+// server for the high mark again, and so at most one high mark per
+// server is pending. A stall then lasts about one answer of a live
+// server, not the timeout of a stopped one.
 func (c *Client) reserve() (int, bool) {
 	c.mu.Lock()
 	for !c.closed {
-		if have := c.count + c.pending; have < c.o.low {
-			k := c.o.high - have
+		have := c.count + c.pending
+		hedge := c.count == 0 && c.waiting > 0 && c.pending < c.o.high*len(c.servers)
+		if have < c.o.low || hedge {
+			k := max(c.o.high-have, c.o.low)
 			c.pending += k
 			c.mu.Unlock()
 			return k, true

@@ -26,8 +26,9 @@ import (
 	pb "github.com/ringflake/ringflake/ringflakeclient/ringflakepb"
 )
 
-// HealthPoll is how often the health service reads the readiness again:
-// a lease lost shows as NOT_SERVING within it.
+// HealthPoll is how often the health service's Watch streams read the
+// readiness again: a lease lost shows on them as NOT_SERVING within it.
+// Check reads it as it is asked.
 const HealthPoll = 100 * time.Millisecond
 
 // MaxBlocks is the most blocks one Blocks call may ask for; 0 asks for
@@ -59,7 +60,7 @@ func Listen(addr string, svc *serve.Service) (*Server, string, error) {
 	s := &Server{svc: svc, gs: grpc.NewServer(), health: health.NewServer(),
 		drain: make(chan struct{}), polled: make(chan struct{})}
 	pb.RegisterIDsServer(s.gs, s)
-	healthpb.RegisterHealthServer(s.gs, drainingHealth{s.health, s.drain})
+	healthpb.RegisterHealthServer(s.gs, healthService{s.health, s})
 	reflection.Register(s.gs)
 	s.setHealth(svc.Readiness().Ready)
 	go s.poll()
@@ -70,7 +71,9 @@ func Listen(addr string, svc *serve.Service) (*Server, string, error) {
 // Stop sets every health status to NOT_SERVING, ends the health Watch
 // streams and, at their next block, the Blocks streams (UNAVAILABLE),
 // waits for the calls in flight until ctx is done, then cuts those left.
-// It returns ctx's error if it had to cut any.
+// It returns ctx's error if it had to cut any. A Blocks stream whose
+// client stopped reading waits in its Send, on gRPC's flow control, and
+// is one of those cut.
 func (s *Server) Stop(ctx context.Context) error {
 	if s == nil {
 		return nil
@@ -99,21 +102,40 @@ func (s *Server) Close() {
 	}
 }
 
-// drainingHealth is the health service, whose Watch streams end when drain
-// is closed: else they would hold a graceful stop to its timeout.
-type drainingHealth struct {
+// healthService is the health service: Check reads the readiness as it is
+// asked, as /readyz does; Watch is health.Server's, whose statuses poll
+// sets, on streams that end when Stop begins, which they would otherwise
+// hold to its timeout.
+type healthService struct {
 	*health.Server
-	drain <-chan struct{}
+	s *Server
+}
+
+// Check answers the status of the server ("") or of ringflake.v1.IDs,
+// from the readiness now, and NOT_SERVING once Stop has begun.
+func (h healthService) Check(_ context.Context, r *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if r.GetService() != "" && r.GetService() != pb.IDs_ServiceDesc.ServiceName {
+		return nil, status.Errorf(codes.NotFound, "unknown service %s", idtext.Quote(r.GetService()))
+	}
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	select {
+	case <-h.s.drain:
+	default:
+		if h.s.svc.Readiness().Ready {
+			st = healthpb.HealthCheckResponse_SERVING
+		}
+	}
+	return &healthpb.HealthCheckResponse{Status: st}, nil
 }
 
 // Watch is health.Server's Watch, on a stream whose context is also done
-// once drain is closed.
-func (h drainingHealth) Watch(r *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+// once Stop begins.
+func (h healthService) Watch(r *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	go func() {
 		select {
-		case <-h.drain:
+		case <-h.s.drain:
 			cancel()
 		case <-ctx.Done():
 		}
