@@ -6,7 +6,9 @@ require (
 	github.com/bwmarrin/snowflake v0.3.0
 	github.com/godruoyi/go-snowflake v0.0.2
 	github.com/ringflake/ringflake v0.1.0
+	github.com/ringflake/ringflake/ringflakeclient v0.1.0
 	github.com/sony/sonyflake v1.3.0
 	github.com/sony/sonyflake/v2 v2.2.0
 	github.com/yitter/idgenerator-go v1.3.3
+	google.golang.org/grpc v1.84.0
 )
