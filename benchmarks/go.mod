@@ -12,3 +12,11 @@ require (
 	github.com/yitter/idgenerator-go v1.3.3
 	google.golang.org/grpc v1.84.0
 )
+
+require (
+	golang.org/x/net v0.57.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
