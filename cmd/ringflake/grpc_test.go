@@ -303,3 +303,35 @@ func TestClientFailoverAcrossServeProcesses(t *testing.T) {
 		assert.Less(t, time.Since(began), 2*time.Second+5*time.Second+10*time.Second)
 	}
 }
+
+// While the lease is lost (its store paused past the TTL) health is
+// NOT_SERVING and the issuing calls fail with UNAVAILABLE; once the store
+// is back and the lease regained, SERVING again. Both are polled with a
+// generous bound rather than timed.
+func TestServeGRPCHealthFollowsTheLease(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := startServer(t, "--lease", "redis://"+srv.Addr, "--lease-ttl", "1s", "--grpc-addr", "127.0.0.1:0")
+	conn := dialGRPC(t, s.grpcAddr(t))
+	health := healthpb.NewHealthClient(conn)
+	api := pb.NewIDsClient(conn)
+	status := func() healthpb.HealthCheckResponse_ServingStatus {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: "ringflake.v1.IDs"})
+		if err != nil {
+			return healthpb.HealthCheckResponse_UNKNOWN
+		}
+		return h.GetStatus()
+	}
+	require.Equal(t, healthpb.HealthCheckResponse_SERVING, status())
+
+	srv.Pause()
+	assert.Eventually(t, func() bool { return status() == healthpb.HealthCheckResponse_NOT_SERVING }, 30*time.Second, 50*time.Millisecond,
+		"NOT_SERVING once the lease is lost")
+	_, err := api.NextID(context.Background(), &pb.NextIDRequest{})
+	assert.Equal(t, codes.Unavailable, grpcstatus.Code(err), "%v", err)
+	srv.Resume()
+	assert.Eventually(t, func() bool { return status() == healthpb.HealthCheckResponse_SERVING }, 60*time.Second, 50*time.Millisecond,
+		"SERVING once the lease is regained")
+}
