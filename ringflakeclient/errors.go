@@ -28,6 +28,7 @@ type Failure struct {
 	Err    error
 }
 
+// Error names each server and its failure.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("ringflakeclient: every server failed: ")
