@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/grpcapi"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/logs"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/serve"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/startup"
@@ -21,7 +22,7 @@ import (
 
 // serveFlags holds the parsed flags of "ringflake serve".
 type serveFlags struct {
-	addr            string
+	addr, grpcAddr  string
 	maxBatch        int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
@@ -43,6 +44,7 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", defaultAddr, "listen on `HOST:PORT`; the default is loopback only, as the API has no authentication (:8080 for every interface; port 0 for any free one)")
+	fs.StringVar(&f.grpcAddr, "grpc-addr", "", "also serve the gRPC API (ringflakeclient/ringflakepb), health and reflection on `HOST:PORT`; off by default")
 	fs.IntVar(&f.maxBatch, "max-batch", serve.DefaultMaxBatch, fmt.Sprintf("the most IDs one /v1/ids request may ask for, `N` in 1..%d", serve.MaxBatchLimit))
 	fs.DurationVar(&f.readTimeout, "read-timeout", 5*time.Second, "a connection's request, header included, must arrive within `D`")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", 10*time.Second, "an answer must be written within `D` of its request's header; more than --max-wait")
@@ -76,7 +78,8 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	return f, nil
 }
 
-// runServe serves the HTTP API until SIGTERM or SIGINT. It listens first,
+// runServe serves the HTTP API, and with --grpc-addr the gRPC API beside
+// it (internal/grpcapi), until SIGTERM or SIGINT. It listens first,
 // answering /healthz at once and /readyz and the ID endpoints with 503 and
 // the reason while it gets its machine ID, which it asks for again while
 // the store cannot be reached or refuses the clock (startup.Retry); a
@@ -92,7 +95,7 @@ func runServe(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(logs.Filter(logHandler(f.logFormat, stderr), true)) // a mark wait under a second left out
+	log := slog.New(logs.Filter(serve.LogHandler(f.logFormat, stderr), true)) // a mark wait under a second left out
 	// The handler first: a signal at any point from here on stops the
 	// process in order, releasing what it holds.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -130,7 +133,13 @@ func runServe(args []string, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(serve.JSONErrors(ln)) }()
-	log.Info("ringflake: listening", "addr", ln.Addr().String(), "source", f.sourceName())
+	gs, grpcAddr, err := grpcapi.Listen(f.grpcAddr, svc)
+	if err != nil {
+		_ = srv.Close()
+		p.out.done()
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("ringflake: listening", "addr", ln.Addr().String(), "grpc_addr", grpcAddr, "source", f.sourceName())
 
 	began := time.Now()
 	if g == nil {
@@ -144,6 +153,7 @@ func runServe(args []string, stderr io.Writer) error {
 	if err != nil {
 		_ = srv.Close()
 		p.out.done()
+		gs.Close()
 		if !errors.Is(err, startup.ErrInterrupted) {
 			return err
 		}
@@ -160,7 +170,7 @@ func runServe(args []string, stderr io.Writer) error {
 	defer g.done()
 	defer g.Close() // a no-op after shutdown's Close
 	svc.Ready(g.Generator)
-	log.Info("ringflake: serving", "addr", ln.Addr().String(), "machine", g.Lease().ID, "source", g.source, "max_batch", f.maxBatch)
+	log.Info("ringflake: serving", "addr", ln.Addr().String(), "grpc_addr", grpcAddr, "machine", g.Lease().ID, "source", g.source, "max_batch", f.maxBatch)
 
 	select {
 	case err := <-served: // Serve failed before any signal
@@ -168,19 +178,21 @@ func runServe(args []string, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process, as it would without this handler
-	return shutdown(srv, g, log, f.shutdownTimeout)
+	return shutdown(srv, gs, g, log, f.shutdownTimeout)
 }
 
-// shutdown stops srv taking connections, waits at most timeout for the
-// requests in flight, then closes the generator, which releases a lease
+// shutdown stops srv and gs taking connections, waits at most timeout for
+// the requests and calls in flight, then closes the generator, which releases a lease
 // (at most startup.ReleaseTimeout), and logs that it stopped. It returns an error
 // if requests were still running at the timeout or the lease could not be
 // released.
-func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Duration) error {
+func shutdown(srv *http.Server, gs *grpcapi.Server, g *generator, log *slog.Logger, timeout time.Duration) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	drainErr := srv.Shutdown(ctx) // closes the listener, waits for the requests in flight
+	grpcErr := make(chan error, 1)
+	go func() { grpcErr <- gs.Stop(ctx) }()               // the gRPC calls drain beside the HTTP requests
+	drainErr := errors.Join(srv.Shutdown(ctx), <-grpcErr) // closes the listeners, waits for the requests in flight
 	if drainErr != nil {
 		_ = srv.Close() // cuts the connections still busy
 	}
@@ -200,22 +212,4 @@ func shutdown(srv *http.Server, g *generator, log *slog.Logger, timeout time.Dur
 		return fmt.Errorf("serve: releasing the machine ID's lease: %w", closeErr)
 	}
 	return nil
-}
-
-// logHandler returns the slog handler of --log-format. JSON records give
-// durations as text ("15ms"), as text records do, rather than as a number
-// of nanoseconds.
-func logHandler(format string, w io.Writer) slog.Handler {
-	if format == "json" {
-		return slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: durationText})
-	}
-	return slog.NewTextHandler(w, nil)
-}
-
-// durationText writes a duration as its String.
-func durationText(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		return slog.String(a.Key, a.Value.Duration().String())
-	}
-	return a
 }

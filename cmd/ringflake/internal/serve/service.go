@@ -372,24 +372,56 @@ func machineID(id int64) *int64 {
 	return &id
 }
 
+// Readiness is whether the service can issue now, as /readyz answers it
+// and the gRPC health service follows it.
+type Readiness struct {
+	Ready   bool
+	Machine int64         // the machine ID held, or being acquired; -1 if none
+	Reason  string        // why it is not ready; "" when it is
+	Wait    time.Duration // how long waiting may take, when waiting helps; else 0
+	Retry   bool          // whether waiting helps
+}
+
+// Readiness reports whether the service can issue now: not while there is
+// no generator yet (Config.Starting says why), nor while the generator's
+// Ready fails (its error is the reason). It is safe for concurrent use.
+func (s *Service) Readiness() Readiness {
+	g := s.gen.Load()
+	if g == nil {
+		reason, machine, wait := s.starting()
+		return Readiness{Machine: machine, Reason: reason, Wait: wait, Retry: true}
+	}
+	machine := g.Lease().ID
+	if err := g.Ready(); err != nil {
+		wait, retry := RetryDelay(err)
+		return Readiness{Machine: machine, Reason: err.Error(), Wait: wait, Retry: retry}
+	}
+	return Readiness{Ready: true, Machine: machine}
+}
+
+// Generator returns the generator the service answers from, or nil before
+// Ready.
+func (s *Service) Generator() *ringflake.Generator { return s.gen.Load() }
+
+// Layout returns the layout the service decodes with.
+func (s *Service) Layout() ringflake.Layout { return s.layout }
+
+// MaxBatch returns the most IDs one request may ask for.
+func (s *Service) MaxBatch() int { return s.maxBatch }
+
 // readyz answers 200 while the generator can issue now, and 503 while it
 // cannot, or while there is none yet: with the reason, the text of the
 // error Generator.Ready gives, and a Retry-After when waiting helps.
 func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
-	g := s.gen.Load()
-	if g == nil {
-		reason, machine, wait := s.starting()
-		w.Header().Set("Retry-After", seconds(wait))
-		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: machineID(machine), Reason: reason})
+	r := s.Readiness()
+	if !r.Ready {
+		if r.Retry {
+			w.Header().Set("Retry-After", seconds(r.Wait))
+		}
+		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: machineID(r.Machine), Reason: r.Reason})
 		return
 	}
-	machine := machineID(g.Lease().ID)
-	if err := g.Ready(); err != nil {
-		retryAfter(w, err)
-		replyJSON(w, http.StatusServiceUnavailable, readiness{Machine: machine, Reason: err.Error()})
-		return
-	}
-	replyJSON(w, http.StatusOK, readiness{Ready: true, Machine: machine})
+	replyJSON(w, http.StatusOK, readiness{Ready: true, Machine: machineID(r.Machine)})
 }
 
 // issueError answers a failure to issue: 503 with the error's text, and a
@@ -400,11 +432,19 @@ func issueError(w http.ResponseWriter, err error) {
 }
 
 // retryAfter sets Retry-After for an error of NextID or Ready when waiting
-// helps: the seconds until a clock that is behind or before an inherited
-// mark has caught up, or one for a lease being regained or a tick that was
-// full. A clock outside the layout's range, or a closed generator, gets
-// none.
+// helps (RetryDelay).
 func retryAfter(w http.ResponseWriter, err error) {
+	if wait, ok := RetryDelay(err); ok {
+		w.Header().Set("Retry-After", seconds(wait))
+	}
+}
+
+// RetryDelay says whether waiting helps after an error of NextID or Ready,
+// and for how long, 0 if not known: until a clock that is behind or before
+// an inherited mark has caught up, or an unknown time for a lease being
+// regained or a tick that was full. A clock outside the layout's range, or
+// a closed generator, gets false.
+func RetryDelay(err error) (time.Duration, bool) {
 	var ce *ringflake.ClockError
 	switch {
 	case errors.Is(err, ringflake.ErrClockBehind), errors.Is(err, ringflake.ErrMarkAhead):
@@ -412,16 +452,22 @@ func retryAfter(w http.ResponseWriter, err error) {
 		if errors.As(err, &ce) {
 			by = ce.By
 		}
-		w.Header().Set("Retry-After", seconds(by))
+		return by, true
 	case errors.Is(err, ringflake.ErrLeaseLost), errors.Is(err, ringflake.ErrSequenceExhausted):
-		w.Header().Set("Retry-After", "1")
+		return 0, true
 	}
+	return 0, false
 }
 
-// seconds writes a wait as Retry-After's whole seconds, rounded up, and
-// at least 1: a wait of 0 is one not known.
+// Seconds is a wait as Retry-After's whole seconds, rounded up, and at
+// least 1: a wait of 0 is one not known.
+func Seconds(wait time.Duration) time.Duration {
+	return time.Duration(max(1, int(math.Ceil(wait.Seconds())))) * time.Second
+}
+
+// seconds writes a wait as Retry-After's value (Seconds).
 func seconds(wait time.Duration) string {
-	return strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+	return strconv.Itoa(int(Seconds(wait) / time.Second))
 }
 
 // replyError answers {"error":msg} with status code.

@@ -1,0 +1,201 @@
+package ringflakeclient_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/ringflakeclient"
+	pb "github.com/ringflake/ringflake/ringflakeclient/ringflakepb"
+)
+
+// fake is an IDs server in the test's process that issues IDs of its own
+// machine ID from a generator whose clock is age behind; hang makes Blocks
+// wait for the client to give up.
+type fake struct {
+	pb.UnimplementedIDsServer
+	layout  ringflake.Layout
+	machine int64
+	age     time.Duration // how old the time of the IDs it issues is
+	hang    atomic.Bool
+	gen     *ringflake.Generator
+}
+
+func (f *fake) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, error) {
+	l := f.layout
+	return &pb.InfoResponse{Machine: f.machine, MaxBatch: 1000, Layout: &pb.Layout{
+		TimeBits: uint32(l.TimeBits), MachineBits: uint32(l.MachineBits), SequenceBits: uint32(l.SequenceBits),
+		EpochUnixNanos: l.Epoch.UnixNano(), TickNanos: int64(l.Tick)}}, nil
+}
+
+func (f *fake) Blocks(r *pb.BlocksRequest, stream pb.IDs_BlocksServer) error {
+	if f.hang.Load() {
+		<-stream.Context().Done()
+		return status.Error(codes.Canceled, "the client gave up")
+	}
+	for range r.GetCount() {
+		b := &pb.Block{}
+		for range r.GetSize() {
+			id, err := f.gen.NextID()
+			if err != nil {
+				return err
+			}
+			b.Ids = append(b.Ids, int64(id))
+		}
+		if err := stream.Send(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start serves f on a loopback port until the test ends.
+func start(t *testing.T, f *fake) string {
+	t.Helper()
+	if f.layout == (ringflake.Layout{}) {
+		f.layout = ringflake.DefaultLayout()
+	}
+	age := f.age
+	g, err := ringflake.New(context.Background(), ringflake.WithMachineID(f.machine), ringflake.WithLayout(f.layout),
+		ringflake.WithClock(func() time.Time { return time.Now().Add(-age) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	f.gen = g
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	pb.RegisterIDsServer(s, f)
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Stop)
+	return ln.Addr().String()
+}
+
+// A server whose IDs are older than the maximum age has them all dropped
+// and counted; none is handed out, and NextID waits for fresh ones.
+func TestDropsIDsPastTheMaximumAge(t *testing.T) {
+	t.Parallel()
+	old := &fake{machine: 1, age: 10 * time.Second}
+	c, err := ringflakeclient.New(context.Background(), []string{start(t, old)},
+		ringflakeclient.WithMaxAge(5*time.Second), ringflakeclient.WithWaterMarks(10, 100), ringflakeclient.WithBlock(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if id, err := c.NextID(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("NextID() = %v, %v; want no ID, only old ones being sent", id, err)
+	}
+	if s := c.Stats(); s.Dropped == 0 || s.Served != 0 || s.Dropped != s.Fetched {
+		t.Fatalf("Stats() = %+v; want every ID fetched dropped, none served", s)
+	}
+}
+
+// IDs within the age are handed out: each once, each at most the age old.
+func TestHandsOutFreshIDsOnce(t *testing.T) {
+	t.Parallel()
+	f := &fake{machine: 2, age: 100 * time.Millisecond}
+	c, err := ringflakeclient.New(context.Background(), []string{start(t, f)},
+		ringflakeclient.WithMaxAge(5*time.Second), ringflakeclient.WithWaterMarks(50, 200), ringflakeclient.WithBlock(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seen := map[ringflake.ID]bool{}
+	l := ringflake.DefaultLayout()
+	for range 5000 {
+		began := time.Now()
+		id, err := c.NextID(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[id] {
+			t.Fatalf("NextID() = %v twice", id)
+		}
+		seen[id] = true
+		if l.Decompose(id).Time.Before(began.Add(-5 * time.Second)) {
+			t.Fatalf("NextID() = %v of %v; older than 5s", id, l.Decompose(id).Time)
+		}
+	}
+	if s := c.Stats(); s.Served != 5000 || s.Fetched < 5000 {
+		t.Fatalf("Stats() = %+v; want 5000 served, at least as many fetched", s)
+	}
+}
+
+// When every server fails, NextID says so, naming each; a server with
+// another layout is one that fails.
+func TestEveryServerFailed(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	other := ringflake.DefaultLayout()
+	other.SequenceBits--
+	otherLayout := start(t, &fake{machine: 3, layout: other})
+
+	c, err := ringflakeclient.New(context.Background(), []string{refused, otherLayout},
+		ringflakeclient.WithLayout(ringflake.DefaultLayout()), ringflakeclient.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.NextID(ctx)
+	var e *ringflakeclient.Error
+	if !errors.As(err, &e) || len(e.Failures) != 2 || e.Failures[0].Target != refused || e.Failures[1].Target != otherLayout {
+		t.Fatalf("NextID() error = %v; want an *Error naming %s and %s", err, refused, otherLayout)
+	}
+	if !errors.Is(err, ringflakeclient.ErrLayout) {
+		t.Errorf("NextID() error = %v; want it to wrap ErrLayout", err)
+	}
+}
+
+// A server that does not answer within the timeout is skipped for one
+// that does, and Close returns while a call to it is open.
+func TestSkipsAServerThatHangs(t *testing.T) {
+	t.Parallel()
+	hung := &fake{machine: 4}
+	hung.hang.Store(true)
+	live := &fake{machine: 5}
+	c, err := ringflakeclient.New(context.Background(), []string{start(t, hung), start(t, live)},
+		ringflakeclient.WithTimeout(200*time.Millisecond), ringflakeclient.WithWaterMarks(10, 20), ringflakeclient.WithBlock(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 1000 {
+		if _, err := c.NextID(ctx); err != nil {
+			t.Fatalf("NextID() error = %v; want IDs from the live server", err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return within 10s")
+	}
+	if _, err := c.NextID(ctx); !errors.Is(err, ringflakeclient.ErrClosed) {
+		t.Fatalf("NextID() after Close = %v; want ErrClosed", err)
+	}
+}
