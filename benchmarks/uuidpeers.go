@@ -46,7 +46,7 @@ func newGoogleUUID() (*peer, error) {
 	if _, err := googleuuid.NewV7(); err != nil {
 		return nil, fmt.Errorf("google/uuid: %w", err)
 	}
-	return uuidV7Peer("google/uuid NewV7", "as uuid.NewV7 (std), with a fraction of 256 ns steps; allocates once a call", func() ([16]byte, bool) {
+	return uuidV7Peer("google/uuid NewV7", uuidV7Note+"; its fraction counts 256 ns steps, and it allocates once a call", func() ([16]byte, bool) {
 		u, err := googleuuid.NewV7()
 		return u, err == nil
 	}), nil
