@@ -74,8 +74,8 @@ func main() {
 }
 
 // settings are the server's: small shared_buffers, so that the data
-// outgrows them early, and a checkpoint every 128 MB of WAL, so that each
-// run sees several and pays the full-page images of the pages it touches
+// outgrows them early, and checkpoints driven by max_wal_size=128MB (one
+// every 65 to 70 MB of WAL), so that each run sees several and pays the full-page images of the pages it touches
 // after each, as a long-running server would; checkpoints that follow the
 // WAL, not the clock, come as often for a fast key type as for a slow one.
 func (o options) settings() map[string]string {
