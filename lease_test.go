@@ -370,7 +370,7 @@ func TestAcquireIgnoringContextIsBounded(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Contains(t, err.Error(), "ringflake: getting the machine ID: no answer from the machine ID source (ringflake_test.stuckLeaser) within the deadline of New's context: context deadline exceeded")
+		assert.Contains(t, err.Error(), "ringflake: getting the machine ID: no answer from the machine ID source (ringflake_test.stuckLeaser) within the deadline of New's context: ")
 	case <-time.After(5 * time.Second):
 		close(s.answer)
 		t.Fatal("New still waiting 5 s into a 20ms deadline")

@@ -3,6 +3,7 @@ package ringflake_test
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -249,12 +250,17 @@ func ExampleID_UnmarshalJSON() {
 	fmt.Println(v.A, v.B, v.C, v.D, err)
 	err = json.Unmarshal([]byte(`{"A":"\u0034\u0032","D":"43"}`), &v)
 	fmt.Println(v.A, *v.D, err)
+	// encoding/json wraps the ID's error in its own words; errors.As
+	// finds the ID's.
 	_, err = json.Marshal(ringflake.ID(-1))
-	fmt.Println(err)
+	var pe *ringflake.ParseError
+	fmt.Println(errors.As(err, &pe), errors.Is(err, ringflake.ErrRange))
+	fmt.Println(pe)
 	// Output:
 	// 383078035417174017 383078035417174018 7 <nil> <nil>
 	// 42 43 <nil>
-	// json: error calling MarshalText for type ringflake.ID: ringflake: MarshalText -1: ID out of range: IDs are never negative
+	// true true
+	// ringflake: MarshalText -1: ID out of range: IDs are never negative
 }
 
 func ExampleID_MarshalText() {
@@ -309,8 +315,12 @@ func TestNumberIDJSON(t *testing.T) {
 			assert.Equal(t, "MarshalJSON", pe.Func)
 		}
 	}
+	// encoding/json's words around the error are its own (Go 1.27 changed
+	// them); the error it wraps is ours.
 	_, err := json.Marshal(ringflake.NumberID(1 << 53))
-	assert.EqualError(t, err, "json: error calling MarshalJSON for type ringflake.NumberID: ringflake: MarshalJSON 9007199254740992: ID out of range: "+
+	var pe *ringflake.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.EqualError(t, pe, "ringflake: MarshalJSON 9007199254740992: ID out of range: "+
 		"above 2^53-1, which JavaScript rounds: a NumberID is for layouts of at most 53 bits (JSLayout); ID is a JSON string")
 
 	tests := []struct {

@@ -43,7 +43,7 @@ const machineID = 1
 func newPeers() ([]*peer, []string) {
 	builders := []func() (*peer, error){
 		newRingflake, newBwmarrin, newSonyflake, newSonyflakeV2,
-		newGodruoyi, newYitter, newMutexPeer,
+		newGodruoyi, newYitter, newMutexPeer, newStdUUID, newGoogleUUID,
 	}
 	var peers []*peer
 	var skipped []string

@@ -259,7 +259,6 @@ func TestRedisStoppedMidRun(t *testing.T) {
 		return errors.Is(err, ringflake.ErrLeaseLost) && errors.Is(err, syscall.ECONNREFUSED)
 	}, 10*ttl, ttl/20, "the error should come to carry the cause, Redis refusing connections: %v", err)
 	assert.ErrorIs(t, g.Lease().Err, syscall.ECONNREFUSED, "the generator's Lease should say why it is not held")
-	assert.ErrorContains(t, g.Lease().Err, "connect: connection refused")
 	assert.False(t, g.Lease().Held)
 
 	srv.Restart()
@@ -508,8 +507,7 @@ func TestClientReadTimeoutSaysSo(t *testing.T) {
 	defer srv.Resume()
 	s := leased(t, c, machineid.WithCallTimeout(300*time.Millisecond))
 	_, err := s.MachineID(context.Background())
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-	assert.Contains(t, err.Error(), "i/o timeout", "the client's own timeout ended the call")
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "the client's own timeout ended the call")
 }
 
 // A Release racing a MachineID leaves no lease in Redis that the Holder

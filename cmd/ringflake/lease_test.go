@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ func checkUnreachable(t *testing.T, bin, url string) {
 	assert.Equal(t, 1, strings.Count(p.stderr, "\n"), "want one line on stderr, got %q", p.stderr)
 	assert.Equal(t, 1, strings.Count(p.stderr, "ringflake: "), "want one prefix, got %q", p.stderr)
 	assert.True(t, strings.HasPrefix(p.stderr, "ringflake: gen: lease "), "stderr %q should name the lease", p.stderr)
-	assert.Contains(t, p.stderr, "connection refused")
+	assert.Contains(t, p.stderr, syscall.ECONNREFUSED.Error(), "the line should carry the system's own word for the refusal")
 }
 
 // deadPort returns a loopback address that was free a moment ago, where

@@ -96,8 +96,9 @@ commands:
         GET /api/snowflake/get/{key}  an ID as plain decimal text, as Meituan Leaf
                                       answers (the key is ignored, as Leaf's Snowflake
                                       mode ignores it)
-        GET /v1/id                    {"id":"..."}
-        GET /v1/ids?n=N               {"ids":["...",...]}, N in 1..--max-batch
+        GET /v1/id                    {"id":"..."}; {"id":N} under --layout js
+        GET /v1/ids?n=N               {"ids":["...",...]}, N in 1..--max-batch; numbers
+                                      under --layout js. ?format=string or number
         GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}, with
                                       "datacenter" and "worker" under --datacenter-bits;
                                       read as decode reads it (?format= as --format)
@@ -108,7 +109,7 @@ commands:
                                       store that cannot be reached, or refuses the clock,
                                       is asked again until it answers, with no exit)
                                 HEAD works wherever GET does. IDs are decimal strings in
-                                JSON; bad input is a 4xx and a failure to issue a 503 (with
+                                JSON, numbers under a layout of at most 53 bits; bad input is a 4xx and a failure to issue a 503 (with
                                 Retry-After when waiting helps), each with {"error":"..."}
       [--max-batch N]           the most IDs one /v1/ids may ask for, 1..65536 (4096)
       [--max-wait D] [--acquire-timeout D] [--clock-offset D], the state and the lease

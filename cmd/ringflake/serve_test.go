@@ -359,13 +359,14 @@ func TestServeSIGTERMWhileWaitingOutTheStateFilesMark(t *testing.T) {
 
 func stripHeader(r reply) reply { r.header = nil; return r }
 
-// serve --layout js issues IDs below 2^53 and decodes under the same
-// layout.
+// serve --layout js issues IDs below 2^53, as JSON numbers, and decodes
+// under the same layout.
 func TestServeLayoutJS(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "--layout", "js", "--machine-id", "63", "--state-dir", t.TempDir())
 	r := mustGet(t, s.addr, "/v1/ids?n=1000")
 	require.Equal(t, 200, r.code, "body %s", r.body)
+	assert.Regexp(t, `^\{"ids":\[[0-9]+(,[0-9]+){999}\]\}\n$`, r.body, "JSON numbers")
 	ids, err := parseIDs("/v1/ids", r.body)
 	require.NoError(t, err)
 	require.Len(t, ids, 1000)

@@ -1,6 +1,7 @@
 package machineidtest_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -68,7 +69,7 @@ func TestRunCatchesBrokenStores(t *testing.T) {
 		{shares, "Leases/Exclusive", "both got ID 0 from MachineID"},
 		{lowAfter, "Leases/Release", "took ID 9"},
 		{silent, "Leases/Expiry", "never reported the loss of ID 8"},
-		{ignoresCtx, "Leases/Context", "want an error wrapping context canceled"},
+		{ignoresCtx, "Leases/Context", "want an error wrapping " + context.Canceled.Error()},
 		{shrinks, "Leases/Marks", "Until of ID 10 went down"},
 		{noFloor, "Restart", "want a restart floor"},
 		{noCause, "Leases/Expiry", "with Err nil; want the loss's cause"},

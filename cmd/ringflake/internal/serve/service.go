@@ -34,12 +34,17 @@ const (
 // Service answers the ID service's HTTP API from one generator:
 //
 //	GET /api/snowflake/get/{key}  an ID as plain decimal text, as Meituan Leaf answers; the key is ignored
-//	GET /v1/id                    {"id":"..."}
-//	GET /v1/ids?n=N               {"ids":["...",...]}, N in 1..maxBatch, from one NextN call
+//	GET /v1/id                    {"id":"..."}, or {"id":N} under a layout of at most 53 bits
+//	GET /v1/ids?n=N               {"ids":["...",...]} or {"ids":[N,...]} likewise, N in 1..maxBatch, from one NextN call
 //	GET /v1/decode/{id}           {"id":"...","time":"...","machine":M,"sequence":S}; decimal or Base32, ?format=base58
 //	GET /metrics                  the generator's metrics, and the Go runtime's and the process's
 //	GET /healthz                  200 while the process runs, from the moment it listens
 //	GET /readyz                   200 while the generator can issue now, else 503 with the reason
+//
+// /v1/id and /v1/ids write IDs as JSON numbers when every ID of the layout
+// is below 2^53, and so exact as a JavaScript Number (JSLayout), and as
+// strings otherwise; ?format=string asks for strings under any layout, and
+// ?format=number for numbers, which a wider layout refuses with a 400.
 //
 // HEAD answers as GET would, status and headers, without the body and
 // without issuing: an ID endpoint answers 200 while the generator is ready
@@ -55,6 +60,7 @@ type Service struct {
 	gen      atomic.Pointer[ringflake.Generator]   // nil until ready; stored once
 	starting func() (string, int64, time.Duration) // why there is no generator yet, the machine ID, the wait; written once by New
 	layout   ringflake.Layout                      // the generator's, written once by New
+	numbers  bool                                  // IDs are JSON numbers unless asked otherwise; written once by New
 	maxBatch int                                   // written once by New
 	mux      *http.ServeMux                        // written once by New
 	reg      *prometheus.Registry                  // written by New, and by Ready once
@@ -89,6 +95,10 @@ func New(g *ringflake.Generator, c Config) *Service {
 		c.Starting = func() (string, int64, time.Duration) { return "starting", -1, 0 }
 	}
 	s := &Service{starting: c.Starting, layout: c.Layout, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
+	// A generator issues only IDs of its layout, each below 2^bits; at 53
+	// bits or fewer every one is at most 2^53-1, which a float64, and so a
+	// JavaScript Number, holds exactly (ringflake.NumberID's bound).
+	s.numbers = c.Layout.TimeBits+c.Layout.MachineBits+c.Layout.SequenceBits <= maxNumberBits
 	s.ids.New = func() any { b := make([]ringflake.ID, s.maxBatch); return &b }
 	s.bufs.New = func() any { b := make([]byte, 0, 64); return &b }
 
@@ -225,17 +235,21 @@ func (s *Service) leaf(g issuer, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// id answers {"id":"..."}.
+// id answers {"id":"..."}, or {"id":N} (Service's doc says when).
 func (s *Service) id(g issuer, w http.ResponseWriter, r *http.Request) {
+	quote, msg := s.idForm(r.URL.RawQuery)
+	if msg != "" {
+		replyError(w, http.StatusBadRequest, msg)
+		return
+	}
 	id, err := g.NextID()
 	if err != nil {
 		issueError(w, err)
 		return
 	}
 	var buf [32]byte
-	b := append(buf[:0], `{"id":"`...)
-	b = strconv.AppendInt(b, int64(id), 10)
-	b = append(b, "\"}\n"...)
+	b := appendID(append(buf[:0], `{"id":`...), id, quote)
+	b = append(b, "}\n"...)
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = jsonType, noStore
 	if r.Method != http.MethodHead {
@@ -243,12 +257,16 @@ func (s *Service) id(g issuer, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// batch answers {"ids":["...",...]} with n IDs from one NextN call. A
+// batch answers {"ids":["...",...]}, or {"ids":[N,...]}, with n IDs from one NextN call. A
 // batch that fails part way is a 503: the IDs it did get are dropped,
 // unused, rather than handed out short. HEAD gets the headers without
 // Content-Length, which only the IDs would tell.
 func (s *Service) batch(g issuer, w http.ResponseWriter, r *http.Request) {
 	n, msg := batchSize(r.URL.RawQuery, s.maxBatch)
+	quote, fmsg := s.idForm(r.URL.RawQuery)
+	if msg == "" {
+		msg = fmsg
+	}
 	if msg != "" {
 		replyError(w, http.StatusBadRequest, msg)
 		return
@@ -271,9 +289,7 @@ func (s *Service) batch(g issuer, w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '"')
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, '"')
+		b = appendID(b, id, quote)
 	}
 	b = append(b, "]}\n"...)
 	*buf = b
@@ -281,6 +297,50 @@ func (s *Service) batch(g issuer, w http.ResponseWriter, r *http.Request) {
 	h["Content-Type"], h["Cache-Control"] = jsonType, noStore
 	h["Content-Length"] = []string{strconv.Itoa(len(b))} // else net/http chunks a body this long
 	_, _ = w.Write(b)
+}
+
+// maxNumberBits is the widest layout whose IDs /v1/id and /v1/ids write as
+// JSON numbers: 2^53-1 is JavaScript's largest exact integer.
+const maxNumberBits = 53
+
+// idForm reads ?format= from a raw query, as batchSize reads n: it says
+// whether the IDs are written as JSON strings, or else gives the reason
+// for a 400. Without it, IDs are numbers if s.numbers.
+func (s *Service) idForm(rawQuery string) (quote bool, msg string) {
+	var v string
+	seen := 0
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		if k, val, _ := strings.Cut(pair, "="); k == "format" {
+			v, seen = val, seen+1
+		}
+	}
+	switch {
+	case seen == 0:
+		return !s.numbers, ""
+	case seen > 1:
+		return false, fmt.Sprintf("format is given %d times; give it once, string or number", seen)
+	case v == "string":
+		return true, ""
+	case v == "number" && s.numbers:
+		return false, ""
+	case v == "number":
+		bits := s.layout.TimeBits + s.layout.MachineBits + s.layout.SequenceBits
+		return false, fmt.Sprintf("format = number, but this layout's IDs have %d bits, above the %d a JavaScript Number holds exactly; "+
+			"want format=string (--layout js issues numbers)", bits, maxNumberBits)
+	}
+	return false, fmt.Sprintf("format = %s; want string or number", idtext.Quote(v))
+}
+
+// appendID appends id to b as a JSON string if quote, else as a number.
+func appendID(b []byte, id ringflake.ID, quote bool) []byte {
+	if quote {
+		b = append(b, '"')
+	}
+	b = strconv.AppendInt(b, int64(id), 10)
+	if quote {
+		b = append(b, '"')
+	}
+	return b
 }
 
 // batchSize reads n from a raw query: a plain decimal in 1..maxBatch,

@@ -164,6 +164,12 @@ func TestServiceBadInput(t *testing.T) {
 		{"GET", "/v1/ids?n=3;x", 400, `n = "3;x"; want an integer in 1..4096`},
 		{"GET", "/v1/ids?n=2&n=3", 400, "n is given 2 times; give it once"},
 		{"GET", "/v1/ids?n=" + strings.Repeat("9", 10000), 400, `n = "99999999999999999999999999999999"...; want`},
+		{"GET", "/v1/id?format=number", 400, "format = number, but this layout's IDs have 63 bits, above the 53 a JavaScript Number holds exactly; want format=string"},
+		{"GET", "/v1/ids?n=3&format=number", 400, "format = number, but this layout's IDs have 63 bits"},
+		{"GET", "/v1/id?format=hex", 400, `format = "hex"; want string or number`},
+		{"GET", "/v1/ids?n=3&format=", 400, `format = ""; want string or number`},
+		{"GET", "/v1/id?format=string&format=string", 400, "format is given 2 times; give it once, string or number"},
+		{"HEAD", "/v1/id?format=number", 400, ""},
 		{"GET", "/v1/decode/abl", 400, `"abl" is not an ID in decimal, base32 or base58; as base58: ParseBase58 "abl": invalid ID syntax: character "l" at offset 2 is not in the Base58 alphabet`},
 		{"GET", "/v1/decode/0123456789012", 400, `"0123456789012" is ambiguous: decimal 123456789012 (time 2024-01-01T00:00:29.434Z, machine 401, sequence 2580) or base32 38390726480134178 (time 2024-04-15T22:31:02.458Z, machine 72, sequence 34); give ?format=decimal or ?format=base32`},
 		{"GET", "/v1/decode/1", 400, `"1" is ambiguous: decimal 1 (`},
@@ -246,6 +252,38 @@ func TestServiceAnswers(t *testing.T) {
 	w = request(svc, "GET", "/readyz")
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.JSONEq(t, `{"ready":true,"machine":3}`, w.Body.String())
+}
+
+// Under a layout of at most 53 bits, /v1/id and /v1/ids answer JSON
+// numbers, and strings with ?format=string; the default layout's answers
+// are the strings of TestServiceAnswers, and ?format=string changes nothing.
+func TestServiceJSONNumbers(t *testing.T) {
+	t.Parallel()
+	clock := fakeclock.New(start)
+	_, g := newTestService(t, clock, ringflake.WithLayout(ringflake.JSLayout()))
+	js := New(g, Config{Layout: ringflake.JSLayout()})
+	def, _ := newTestService(t, clock)
+	tests := []struct {
+		svc    *Service
+		target string
+		want   string // the body's shape
+	}{
+		{js, "/v1/id", `^\{"id":[0-9]+\}\n$`},
+		{js, "/v1/id?format=number", `^\{"id":[0-9]+\}\n$`},
+		{js, "/v1/id?format=string", `^\{"id":"[0-9]+"\}\n$`},
+		{js, "/v1/ids?n=64", `^\{"ids":\[[0-9]+(,[0-9]+){63}\]\}\n$`},
+		{js, "/v1/ids?format=string&n=3", `^\{"ids":\["[0-9]+"(,"[0-9]+"){2}\]\}\n$`},
+		{def, "/v1/id?format=string", `^\{"id":"[0-9]+"\}\n$`},
+		{def, "/v1/ids?n=2&format=string", `^\{"ids":\["[0-9]+","[0-9]+"\]\}\n$`},
+	}
+	for _, tt := range tests {
+		clock.Add(time.Millisecond) // a tick with all its sequence free
+		w := request(tt.svc, "GET", tt.target)
+		assert.Regexp(t, tt.want, w.Body.String(), "GET %s", tt.target)
+		for _, id := range idsOf(t, w, tt.target) {
+			assert.Equal(t, int64(3), tt.svc.layout.Decompose(id).Machine, "GET %s: an ID of machine 3", tt.target)
+		}
+	}
 }
 
 // A failure to issue is a 503 with the error's text, and a Retry-After
