@@ -34,9 +34,11 @@ import (
 //     after two restarts: one that took the ID on a server that started
 //     after c and died before the holder's renewal reached the next.
 //
-// The ride's lease is the same holding (ID, After) with Until = c + Floor:
-// the ticks below it that this holding issued before are its own, which
-// the generator's ring keeps apart as always.
+// The ride's lease is the same holding (ID, After) with Until = c + Floor,
+// or the Until confirmed if that is later (a clock ahead of the store's):
+// the store recorded that mark before it restarted, and a restart floor
+// covers every mark recorded. The ticks below it that this holding issued
+// before are its own, which the generator's ring keeps apart as always.
 
 // rideLocked starts a ride if err, a renewal's ErrLeaseLost for the held
 // lease, allows one, and reports whether it did; the watchers then have
@@ -48,7 +50,10 @@ func (h *Holder) rideLocked(err error) bool {
 		return false
 	}
 	ride := h.lease
-	ride.Until, ride.Err = h.read.Add(re.Floor), nil
+	ride.Err = nil
+	if ceil := h.read.Add(re.Floor); ceil.After(ride.Until) {
+		ride.Until = ceil
+	}
 	h.ride = ride
 	h.rideEnd.Reset(max(ride.Until.Sub(h.now()), time.Millisecond))
 	return h.queueLocked(ride)

@@ -165,7 +165,9 @@ type Limits struct {
 //   - every Take this instance grants, of any ID, inherits an After at or
 //     past Start + Floor;
 //   - every Take that an instance started after a call whose Grant.Clock
-//     read c grants inherits an After at or past c + Floor.
+//     read c grants inherits an After at or past c + Floor;
+//   - as every Take's, that After is at or past every Until the store
+//     recorded before, those a restart lost included.
 //
 // The Holder then lets a holding still within its deadline ride out the
 // restart: see "When a store forgets" in docs/leases.md. Stores that keep

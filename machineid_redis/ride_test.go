@@ -72,17 +72,37 @@ func (r *run) issue(g *ringflake.Generator, led *ledger, stop func(*run) bool) {
 	}
 }
 
-// cutter is a dialer that refuses new connections while cut, so that a
-// holder can be kept away from a restarted server: its pooled connections
-// die with the server it knew.
-type cutter struct{ cut atomic.Bool }
+// cutter is a dialer that refuses new connections while cut, and closes
+// those it made when cut, so that a holder can be kept away from Redis.
+type cutter struct {
+	mu    sync.Mutex // protects cut and conns
+	cut   bool
+	conns []net.Conn
+}
 
 func (c *cutter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if c.cut.Load() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
 		return nil, errors.New("cut off by the test")
 	}
 	var d net.Dialer
-	return d.DialContext(ctx, network, addr)
+	conn, err := d.DialContext(ctx, network, addr)
+	if err == nil {
+		c.conns = append(c.conns, conn)
+	}
+	return conn, err
+}
+
+// set cuts the holder off, closing its connections, or lets it dial again.
+func (c *cutter) set(cut bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = cut
+	for _, conn := range c.conns {
+		_ = conn.Close()
+	}
+	c.conns = nil
 }
 
 func (c *cutter) client(t *testing.T, addr string) *redis.Client {
@@ -224,7 +244,7 @@ func TestRideAfterTwoRestarts(t *testing.T) {
 	}()
 
 	c := renewed(t, hs, life) // H's last confirmation, at c
-	hc.cut.Store(true)
+	hc.set(true)
 	srv.Stop()
 	srv.Restart() // S1, without H's lease and mark
 
@@ -240,11 +260,11 @@ func TestRideAfterTwoRestarts(t *testing.T) {
 	nl := renewed(t, ns, life) // N took ID 0 on S1 and renewed once
 	require.Equal(t, int64(0), nl.ID)
 	require.True(t, nl.After.After(c.Until), "N's After %v should be past H's mark %v: S1's floor", nl.After, c.Until)
-	nc.cut.Store(true)
+	nc.set(true)
 	srv.Stop()
 	srv.Restart() // S2, before H's deadline
 	s2 := time.Now()
-	hc.cut.Store(false)
+	hc.set(false)
 
 	require.NoError(t, <-made, "N waits out S1's floor within its lease")
 	t.Cleanup(func() { _ = gn.Close() })
@@ -299,4 +319,63 @@ func TestFlushDoesNotRide(t *testing.T) {
 			require.FailNow(t, "no loss reported", "within %v of the flush: the holding rode it, or was never renewed", life)
 		}
 	}
+}
+
+// TestLapsedHolderDoesNotRide has a holder H cut off from Redis until its
+// lease runs out there; a newcomer N takes its ID on the same server,
+// inheriting H's mark, and issues; then Redis restarts, and H's renewal
+// reaches the new server: the lease is gone from a server that started
+// after H was last confirmed, but the answer comes past H's deadline. H
+// must not ride: N issued below H's ceiling (H's last confirmation's Redis
+// time + TTL + bound) on the old server, and goes on doing so.
+func TestLapsedHolderDoesNotRide(t *testing.T) {
+	t.Parallel()
+	const life = 3 * time.Second
+	opts := []machineid.Option{machineid.WithRange(0, 0), machineid.WithTTL(life)}
+	srv := settled(t, life+2*bound)
+	var hc cutter
+	h := leased(t, hc.client(t, srv.Addr), opts...)
+	hs := changes(t, h)
+	gh, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(h), ringflake.WithMaxWait(-1))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = gh.Close() })
+	led := newLedger()
+	var end atomic.Pointer[time.Time]
+	stop := func(*run) bool {
+		at := end.Load()
+		return at != nil && time.Now().After(*at)
+	}
+	rh, rn := &run{who: "H"}, &run{who: "N"}
+	var eg errgroup.Group
+	eg.Go(func() error { rh.issue(gh, led, stop); return nil })
+	defer func() {
+		now := time.Now()
+		end.CompareAndSwap(nil, &now)
+		_ = eg.Wait()
+	}()
+
+	c := renewed(t, hs, life)
+	hc.set(true)
+	for leaseOf(h).Held { // H's deadline, before its lease runs out on the server
+		time.Sleep(10 * time.Millisecond)
+	}
+	n := leased(t, client(t, srv.Addr), opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*life)
+	defer cancel()
+	gn, err := ringflake.New(ctx, ringflake.WithMachineIDSource(n), ringflake.WithMaxWait(-1))
+	require.NoError(t, err, "N takes ID 0 once H's lease has run out on the server")
+	t.Cleanup(func() { _ = gn.Close() })
+	require.True(t, gn.Lease().After.Before(c.Until.Add(bound)), "N inherits H's mark %v, below H's ceiling: the case this test is about; got %v", c.Until, gn.Lease().After)
+	eg.Go(func() error { rn.issue(gn, led, stop); return nil })
+	time.Sleep(300 * time.Millisecond)
+	srv.Stop()
+	srv.Restart()
+	hc.set(false)
+	stopAt := c.Until.Add(2 * bound) // past H's ceiling
+	end.Store(&stopAt)
+	require.NoError(t, eg.Wait())
+
+	dups := led.repeats()
+	assert.Zero(t, len(dups), "IDs issued by both H and N (%d by H, %d by N), first ones: %v", rh.issued, rn.issued, dups[:min(len(dups), 3)])
+	assert.Positive(t, rn.issued, "N should issue: the world this test is about")
 }
