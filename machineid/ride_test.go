@@ -91,7 +91,7 @@ func TestHolderRidesARestart(t *testing.T) {
 			for l := <-reports; !l.Held; l = <-reports { // before the take
 			}
 			s.gone.Store(1)
-			var ride machineid.Lease
+			var ride machineid.Lease // the held report of the first holding with the latest Until
 			deadline := time.After(5 * ttl)
 			for {
 				var l machineid.Lease
@@ -103,7 +103,10 @@ func TestHolderRidesARestart(t *testing.T) {
 				if !l.Held || !l.After.IsZero() {
 					if tt.rides {
 						require.True(t, l.Held, "a loss reported during the ride: %v", l.Err)
-						require.NotZero(t, ride.Until, "the new holding (%+v) reported before any ride", l)
+						s.mu.Lock()
+						lost := s.lost
+						s.mu.Unlock()
+						require.Equal(t, lost.Add(floor), ride.Until, "the ride's ceiling: the last confirmation's clock + floor")
 						assert.False(t, time.Now().Before(ride.Until), "the new holding reported %v before the ride's ceiling %v", time.Until(ride.Until), ride.Until)
 						assert.Equal(t, s.newAfter, l.After)
 					} else {
@@ -113,14 +116,8 @@ func TestHolderRidesARestart(t *testing.T) {
 					}
 					return
 				}
-				s.mu.Lock()
-				lost := s.lost
-				s.mu.Unlock()
-				if !lost.IsZero() && ride.Until.IsZero() {
-					// The first report after the loss: the ride, below the
-					// last confirmation's clock + floor.
-					ride = l
-					assert.Equal(t, lost.Add(floor), l.Until, "the ride's ceiling")
+				if l.Until.After(ride.Until) {
+					ride = l // the last: the ride, if any
 				}
 			}
 		})
