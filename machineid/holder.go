@@ -47,6 +47,9 @@ type Holder struct {
 	sess     *session    // the current session, nil when none
 	last     *session    // the last session released, for a second Release
 	expiry   *time.Timer // fires at deadline; written once by NewHolder
+	read     time.Time   // the store's clock in the call that last confirmed the lease (Grant.Clock.Time), or zero
+	ride     Lease       // while Held, what watchers see in place of lease: the holding kept through a store's restart (ride.go)
+	rideEnd  *time.Timer // ends the ride; written once by NewHolder
 
 	// pending are the changes of lease the watchers have yet to hear of,
 	// oldest first; guarded by mu, appended by setLocked.
@@ -144,6 +147,8 @@ func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Ho
 	}
 	h.expiry = time.AfterFunc(time.Hour, h.expire)
 	h.expiry.Stop()
+	h.rideEnd = time.AfterFunc(time.Hour, h.endRide)
+	h.rideEnd.Stop()
 	return h, nil
 }
 
@@ -291,6 +296,7 @@ func (h *Holder) Release(issued time.Time) error {
 	h.sess, h.last = nil, s
 	h.loss = nil
 	h.expiry.Stop()
+	h.stopRideLocked()
 	after, running := h.lease.After, s.running
 	next := h.lease
 	next.Held, next.Err = false, ErrReleased
@@ -423,6 +429,9 @@ func (h *Holder) errorf(format string, a ...any) error {
 func (h *Holder) Lease() Lease {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.ride.Held {
+		return h.ride
+	}
 	return h.lease
 }
 

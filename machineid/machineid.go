@@ -30,7 +30,9 @@ type Lease struct {
 	After time.Time
 	// Until is the mark the store has confirmed for this holder: it must not
 	// issue IDs whose time is later than Until. Renewals raise it ahead of
-	// time. The zero Time means no limit.
+	// time. While a holding rides out its store's restart (see
+	// [RestartError]), it is the ceiling the store's restart floor leaves
+	// it. The zero Time means no limit.
 	Until time.Time
 	// Err is why the lease is not held, such as the store's error, when Held
 	// is false; nil otherwise. While MachineID waits for an ID to free, it
@@ -52,7 +54,8 @@ type Lease struct {
 //
 // Uniqueness across holders rests on three promises an implementation
 // makes: it reports Held = false before the ID could be granted to anyone
-// else; it reports an Until only once the store has recorded it; and the
+// else; it reports an Until only once the store has recorded it, or one
+// below every After that anyone else may inherit for the ID; and the
 // After it reports, or the time at which it grants the ID if that is later,
 // is at or past every Until that any earlier holder of the ID was given. Package machineidtest checks them.
 type Leaser interface {

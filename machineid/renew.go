@@ -191,11 +191,12 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 		h.mu.Lock()
 		changed := false
 		if h.sess == s {
+			rode := h.rideLocked(err)
 			h.lastErr, h.loss = nil, err
 			s.id, s.owned = -1, false
 			next := h.lease
 			next.Held, next.Err = false, err
-			changed = h.setLocked(next)
+			changed = h.setLocked(next) || rode
 		}
 		h.mu.Unlock()
 		if changed {
@@ -271,6 +272,7 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off Cl
 	}
 	s.id, s.owned, s.unsure = g.ID, true, false
 	h.deadline, h.lastErr, h.loss = deadline, nil, nil
+	h.read = g.Clock.Time
 	if left := time.Until(deadline); left > 0 {
 		h.expiry.Reset(left)
 	} else {
@@ -445,9 +447,16 @@ func (h *Holder) obtain(ctx context.Context, s *session, timeout time.Duration) 
 func (h *Holder) setLocked(next Lease) bool {
 	old := h.lease
 	h.lease = next
-	if !differs(old, next) {
-		return false
+	if h.ride.Held || !differs(old, next) {
+		return false // while a ride lasts, watchers see it (ride.go)
 	}
+	return h.queueLocked(next)
+}
+
+// queueLocked queues next for the watchers, in place of a change still
+// queued of the same holding and standing, and reports true. The caller
+// holds h.mu.
+func (h *Holder) queueLocked(next Lease) bool {
 	if n := len(h.pending); n > 0 && sameStanding(h.pending[n-1], next) {
 		h.pending[n-1] = next
 	} else {

@@ -48,6 +48,9 @@ type Store interface {
 	// the store says the token no longer holds id (its lease expired and
 	// was taken, or was deleted); any other error means the store could
 	// not be asked, and the lease may still be held.
+	// A store that lost its data in a restart, and can say when the
+	// instance that answers started, returns a [*RestartError] for a
+	// lease it finds gone.
 	Renew(ctx context.Context, c Claim, id int64) (Grant, error)
 
 	// Release frees what c.Token holds, id or, when id is -1 (a Take
@@ -167,3 +170,31 @@ type Limits struct {
 	// keeping the mark.
 	Clock bool
 }
+
+// RestartError is the error a [Store]'s Renew may return, wrapping
+// [ErrLeaseLost], when it finds no lease at all on the ID (not another
+// token's) and knows when the instance of the store that answered started,
+// as a Redis server without persistence does. A store that returns it
+// promises, on its reference clock (Grant.Clock):
+//   - every Take this instance grants, of any ID, inherits an After at or
+//     past Start + Floor;
+//   - every Take that an instance started after a call whose Grant.Clock
+//     read c grants inherits an After at or past c + Floor;
+//   - as every Take's, that After is at or past every Until the store
+//     recorded before, those a restart lost included.
+//
+// The Holder then lets a holding still within its deadline ride out the
+// restart: see "When a store forgets" in docs/leases.md. Stores that keep
+// their data (files, etcd, PostgreSQL, Kubernetes) never return it.
+type RestartError struct {
+	ID    int64         // the machine ID renewed
+	Start time.Time     // when the answering instance started, on the reference clock
+	Floor time.Duration // how far past an instance's start every take it grants inherits
+	Err   error         // the store's explanation, wrapping ErrLeaseLost
+}
+
+// Error returns the store's explanation.
+func (e *RestartError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the store's explanation, which wraps [ErrLeaseLost].
+func (e *RestartError) Unwrap() error { return e.Err }

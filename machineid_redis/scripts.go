@@ -58,13 +58,10 @@ end
 -- below for as long as it holds the ID. Once the server has been up for
 -- restart plus the slack, the floor is in the past on every clock within
 -- the bound, and costs a newcomer no wait. The server's time and its
--- uptime are read in one run, so a call that runs late gets the same
--- floor. uptime_in_seconds is a difference of whole seconds and can read
--- up to a second high, hence the second taken off.
+-- uptime are read in one run (serverStart), so a call that runs late gets
+-- the same floor.
 local function restartFloor(restart)
-  local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
-  local upMs = math.max((tonumber(up or '0') or 0) - 1, 0) * 1000
-  return serverMs() - upMs + restart
+  return serverStart() + restart
 end
 
 -- markOf returns the id's mark, or floor if that is later.
@@ -125,6 +122,17 @@ end
 -- serverMs returns the server's time in ms since the Unix epoch.
 local function serverMs()
   return math.floor(serverUs() / 1000)
+end
+
+-- serverStart returns when the server started, in ms on its clock: its
+-- time less its uptime. uptime_in_seconds is a difference of whole
+-- seconds and can read up to a second high, hence the second taken off:
+-- the start is never more than a millisecond (its floor) earlier than the
+-- true one, nor more than about two seconds later.
+local function serverStart()
+  local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
+  local upMs = math.max((tonumber(up or '0') or 0) - 1, 0) * 1000
+  return serverMs() - upMs
 end
 
 -- capped returns to, but no more than ahead + slack past the server's
@@ -263,8 +271,9 @@ return take(prefix, token, marks, id, markOf(marks, id, restartFloor(restart)), 
 //
 //	KEYS[1] marks
 //	ARGV    prefix, token, id, ttl ms, until ms, ahead ms, slack ms
-//	returns {1, mark, server µs}; {0} when no lease is on id; {-1} when
-//	another owner holds it
+//	returns {1, mark, server µs}; {0, server's start ms} when no lease is
+//	on id (the Holder may ride out a restart with it); {-1} when another
+//	owner holds it
 var renew = redis.NewScript(luaClock + `
 local prefix, token, marks, id = ARGV[1], ARGV[2], KEYS[1], ARGV[3]
 local ttl, untilMs, ahead = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -275,7 +284,7 @@ if holder ~= token then
   if holder then
     return {-1}
   end
-  return {0}
+  return {0, serverStart()}
 end
 redis.call('PEXPIRE', lease, ttl)
 redis.call('PEXPIRE', prefix .. 'OWNER:' .. token, ttl)

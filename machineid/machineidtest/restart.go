@@ -13,7 +13,10 @@ const restartIDs = 4
 // issues again soon after; a new holder gets an ID, with an After at or
 // past the marks the ID had (a store that keeps its data) or every Until
 // given before the restart (one that loses it); and every ID issued before
-// and after is distinct. The ledger checks the marks and the IDs.
+// and after is distinct. The ledger checks the marks and the IDs. An old
+// holder that rides the restart out (machineid.RestartError) reports its
+// ceiling as the Until of a holding begun before the restart, which every
+// later holding of the ID must then start past.
 func testRestart(t *testing.T, h Harness) {
 	led := newLedger(t, h)
 	hi := int64(restartLo + restartIDs - 1)

@@ -1,0 +1,85 @@
+package machineid
+
+import (
+	"errors"
+	"time"
+)
+
+// A holding rides out its store's restart. When a renewal finds the lease
+// gone from a store that restarted (a [*RestartError]), the holding that
+// was confirmed stays usable below a ceiling, with no deadline, while the
+// Holder takes a lease again at once; the watchers go on seeing it, with
+// the ceiling as its Until, until the marks' clock passes the ceiling, and
+// then see the lease the Holder holds by then.
+//
+// Why no one else issues below the ceiling on the ID: let c be the store's
+// clock read in the call that last confirmed the holding, and the ceiling
+// c + Floor. A take by anyone else after that call was granted either by
+// the instance that ran it, or by one started after it. The latter inherit
+// at least c + Floor (RestartError's promise). The instance that ran it
+// grants the ID to no one while the holding's lease lasts there, which is
+// at least until the deadline; and it has died before the deadline, if the
+// answering instance is another: the answer came before the deadline, from
+// an instance that started after the one that ran the call died. If the
+// answering instance is the one that ran it (a flush or an eviction that
+// rounding let through), its takes inherit at least Start + Floor, past
+// the ceiling, since Start is after c. So:
+//   - the answer must come before the deadline: one that came later could
+//     come from a server that restarted after a newcomer took the ID, on
+//     the old server once the lease had run out there, below the ceiling;
+//   - Start must be after c: a store that forgot without restarting (a
+//     flush) promises no floor above c, and the holding is lost as before;
+//   - a rule that kept the old holding past the ceiling, or took the ID
+//     again keeping its old After, would issue into a newcomer's ticks
+//     after two restarts: one that took the ID on a server that started
+//     after c and died before the holder's renewal reached the next.
+//
+// The ride's lease is the same holding (ID, After) with Until = c + Floor,
+// or the Until confirmed if that is later (a clock ahead of the store's):
+// the store recorded that mark before it restarted, and a restart floor
+// covers every mark recorded. The ticks below it that this holding issued
+// before are its own, which the generator's ring keeps apart as always.
+
+// rideLocked starts a ride if err, a renewal's ErrLeaseLost for the held
+// lease, allows one, and reports whether it did; the watchers then have
+// the ride queued. The caller holds h.mu, before recording the loss.
+func (h *Holder) rideLocked(err error) bool {
+	var re *RestartError
+	if !errors.As(err, &re) || h.ride.Held || !h.lease.Held || h.read.IsZero() ||
+		!re.Start.After(h.read) || re.Floor <= 0 || time.Until(h.deadline) <= 0 {
+		return false
+	}
+	ride := h.lease
+	ride.Err = nil
+	if ceil := h.read.Add(re.Floor); ceil.After(ride.Until) {
+		ride.Until = ceil
+	}
+	h.ride = ride
+	h.rideEnd.Reset(max(ride.Until.Sub(h.now()), time.Millisecond))
+	return h.queueLocked(ride)
+}
+
+// endRide runs when the ride's ceiling should have passed on the marks'
+// clock: if it has, the watchers see the lease the Holder holds from now on.
+func (h *Holder) endRide() {
+	h.mu.Lock()
+	changed := false
+	if h.ride.Held {
+		if left := h.ride.Until.Sub(h.now()); left > 0 {
+			h.rideEnd.Reset(max(left, time.Millisecond))
+		} else {
+			h.ride = Lease{}
+			changed = h.queueLocked(h.lease)
+		}
+	}
+	h.mu.Unlock()
+	if changed {
+		h.notify()
+	}
+}
+
+// stopRideLocked ends a ride at once, for a Release. The caller holds h.mu.
+func (h *Holder) stopRideLocked() {
+	h.ride = Lease{}
+	h.rideEnd.Stop()
+}
