@@ -8,16 +8,33 @@
 // PostgreSQL, Kubernetes Leases: what a restart forgets, who judges
 // expiry, whether reads may be stale) and a few hosts. On each, processes
 // come and go: a Holder, generators made with New one after another, each
-// issuing for a while and then closed, or crashed. The faults:
+// issuing for a while and then closed, or crashed. The faults, on every
+// kind of store alike:
 //
-//   - clocks: offsets, steps back shorter and longer than the ring, steps
-//     forward; pauses longer than the TTL, in a clock reading;
+//   - clocks: offsets past the clock bound (a newcomer is refused; a
+//     holder's clock may go anywhere once it holds), steps back shorter and
+//     longer than the ring, longer than the TTL and than the restart window
+//     Redis's floor once had, steps forward; pauses longer than the TTL, in
+//     a clock reading;
 //   - the store's clock at a rate that differs from the holders' within the
 //     safety margin;
 //   - store calls: delays, a loss before the store acts or of its answer
 //     after (an unknown outcome), calls stuck past their context;
 //   - store restarts, which forget what that kind of store forgets, and
-//     stale reads where the kind allows them; partitions.
+//     stale reads where the kind allows them; partitions; a host that goes
+//     down with the store and comes back about the window later; clocks
+//     that step back to about a restart's time, just after a New;
+//   - ranges with IDs to spare, where an ID a restart forgot may lie
+//     untaken for long.
+//
+// The worlds stay inside what the docs promise, and only there: Redis with
+// the clock check off keeps every clock at most the margin ahead
+// (docs/machineid_redis.md: the floor "then covers a lost mark only if its
+// holder's clock was at most the margin ahead"); no store's own clock steps
+// back across a restart ("assumes that the clock after a restart is not
+// behind the clock before it"); no Redis failover loses writes
+// ("Replication is asynchronous ...: another process can take the same ID
+// at once"). Everywhere else the invariants hold whatever the clocks do.
 //
 // A checker fed by the issuers and by the store as it writes holds the world
 // to its invariants at every step (check.go): unique IDs; on one machine ID,

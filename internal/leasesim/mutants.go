@@ -21,6 +21,7 @@ var Mutants = []Mutant{
 	{mutant.ReleaseBeforeStop, true, "ringflake: Close frees the lease before it stops the generator. The Holder tells the generator of the release before it frees the ID, so no ID repeats; calls still running see their lease released rather than the generator closed (released-live)."},
 	{mutant.RingForgets, true, "ringflake: after a step back longer than the ring, a slot of a later tick is started afresh instead of continued, so the later tick's IDs come round again (unique)."},
 	{shortFloorName, false, "the simulated Redis's restart floor lasts TTL + bound after a restart, as machineid_redis's did until the simulation's clocks at the bound's edges found it: a newcomer a bound behind the server then issues below the lost mark of a holder a bound ahead, cut off across the restart (unique, overlap)."},
+	{windowFloorName, false, "the simulated Redis's restart floor lasts TTL + 2·bound after a restart and is 0 after, as machineid_redis's did until the swarmed worlds (issue 28): a newcomer that takes after the window, with no mark to inherit, and then steps its clock back issues the ticks of a holder whose marks the restart lost (overlap, unique)."},
 	{storeMutantName, false, "the simulated store's Renew does not check the token, as every real store's renewal does (Redis's script, etcd's and PostgreSQL's compares, Kubernetes' holder): it shows that the checks catch a store that breaks the contract machineid.Store states, which the engine trusts (overlap, unique)."},
 }
 

@@ -22,12 +22,12 @@ type server struct {
 
 	calls sync.WaitGroup // the calls in flight
 
-	mu        sync.Mutex // protects the fields below
-	recs      []record   // by machine ID
-	hist      [][]record // by machine ID, the latest versions, for stale reads
-	version   int64      // the latest version written
-	epoch     int        // restarts that forgot everything so far
-	restarted time.Duration
+	mu        sync.Mutex    // protects the fields below
+	recs      []record      // by machine ID
+	hist      [][]record    // by machine ID, the latest versions, for stale reads
+	version   int64         // the latest version written
+	epoch     int           // restarts that forgot everything so far
+	restarted time.Duration // when the instance started, on the store's wall clock, since the world's base
 	down      bool
 }
 
@@ -54,9 +54,8 @@ var (
 
 func newServer(w *world) *server {
 	s := &server{w: w, k: w.p.kind, recs: make([]record, 8), hist: make([][]record, 8)}
-	// A fresh Redis has just started: its restart floor applies for the
-	// first TTL + the clock bound.
-	s.restarted = s.clock()
+	// A fresh Redis has just started: its restart floor applies.
+	s.restarted = 0
 	return s
 }
 
@@ -257,16 +256,21 @@ func (s *server) reading() machineid.Reading {
 	return machineid.Reading{Source: "the store's clock", Time: s.wall()}
 }
 
-// window is how long after a restart a store that forgets gives every ID
-// its restart floor, as machineid_redis does: the floor is the TTL plus the
-// slack past the restart, and a newcomer's clock may read the slack behind
-// the server's, so it lasts the slack longer than that. The mutant
-// short-floor ends it a slack sooner, as machineid_redis once did.
-func (s *server) window(c machineid.Claim) time.Duration {
-	if s.w.mutantOn(shortFloorName) {
-		return c.TTL + markSlack(c)
+// window is how long after a restart the mutants window-floor and
+// short-floor give every ID the restart floor: TTL + 2·slack, as
+// machineid_redis did until the swarmed worlds found a newcomer that took
+// after it and then stepped its clock back below a lost mark; TTL + slack,
+// as it did before the bound's edges found that a newcomer a slack behind
+// the server issued below it. Without them there is no window: the floor
+// holds for as long as the instance runs (see floor).
+func (s *server) window(c machineid.Claim) (time.Duration, bool) {
+	switch {
+	case s.w.mutantOn(windowFloorName):
+		return c.TTL + 2*markSlack(c), true
+	case s.w.mutantOn(shortFloorName):
+		return c.TTL + markSlack(c), true
 	}
-	return c.TTL + 2*markSlack(c)
+	return 0, false
 }
 
 // markSlack is how far past the server's time, beyond the TTL, a mark may be
@@ -294,20 +298,27 @@ func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
 }
 
 // floor returns, for a store that forgets, the mark every ID is taken to
-// have in the window after a restart, as machineid_redis reads it: the
-// server's time less its uptime plus the TTL and the mark slack. Redis's
-// uptime_in_seconds is the difference of two whole seconds of its clock,
-// which may read a second high, and the script takes a second off. Zero
-// when none applies.
+// have, as machineid_redis reads it: the instance's start on the server's
+// clock (its time less its uptime) plus the TTL and the mark slack, for as
+// long as the instance runs. Every mark the instance may have lost was set
+// before its start, capped at TTL + slack past the server's time then, so
+// every tick a holder of the old instance issued is at or below the floor,
+// whatever the clock of a later holder says when it takes or after: a
+// newcomer's ticks must pass the floor too. Redis's uptime_in_seconds is
+// the difference of two whole seconds of its clock, which may read a
+// second high, and the script takes a second off (the floor may come out
+// up to two seconds late: a longer wait, never a lower floor). Zero when
+// none applies.
 func (s *server) floor(c machineid.Claim) time.Time {
 	if !s.k.forgets {
 		return time.Time{}
 	}
-	up := max(s.clock()/time.Second-s.restarted/time.Second-1, 0) * time.Second
-	if up >= s.window(c) {
+	now := s.wall()
+	up := max(now.Sub(s.w.base)/time.Second-s.restarted/time.Second-1, 0) * time.Second
+	if w, ok := s.window(c); ok && up >= w {
 		return time.Time{}
 	}
-	return s.wall().Add(-up + c.TTL + markSlack(c))
+	return now.Add(-up + c.TTL + markSlack(c))
 }
 
 // restart takes the store down for d and brings it back: having forgotten
@@ -326,7 +337,7 @@ func (s *server) restart(d time.Duration) {
 		s.epoch++
 		s.recs = make([]record, len(s.recs))
 		s.hist = make([][]record, len(s.hist))
-		s.restarted = s.clock()
+		s.restarted = s.wall().Sub(s.w.base)
 		s.w.log.add("store", "is back, having forgotten every lease and mark")
 	case s.k.extends:
 		for id := range s.recs {

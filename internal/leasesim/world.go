@@ -43,13 +43,16 @@ type world struct {
 
 	mu      sync.Mutex // protects holders
 	holders []*machineid.Holder
+
+	aheadSeen atomic.Int64 // ns: the furthest any clock has read ahead of the true time
 }
 
-// storeMutantName and shortFloorName are the mutants that live in the
-// simulated store, not the engine: see mutants.
+// The mutants that live in the simulated store, not the engine: see
+// Mutants.
 const (
 	storeMutantName = "renew-no-token"
 	shortFloorName  = "short-floor"
+	windowFloorName = "window-floor"
 )
 
 // newWorld makes the world of seed. It must be called inside the bubble it
@@ -63,7 +66,7 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 	w.srv = newServer(w)
 	w.chk = newChecker(w)
 	for i := range w.p.procs {
-		p := &proc{w: w, n: i, r: rand.New(rand.NewPCG(seed, uint64(100+i)))}
+		p := &proc{w: w, n: i, r: rand.New(rand.NewPCG(seed, uint64(100+i))), down: make(chan time.Duration, 1)}
 		p.clk = &clock{epoch: w.p.layout.Epoch, p: p}
 		// A third of the clocks sit at either end of the offsets: the
 		// bound's edges are where a holder ahead and a newcomer behind
@@ -76,7 +79,9 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 		default:
 			p.base = between(p.r, -w.p.offsets, w.p.offsets)
 		}
+		p.base = min(p.base, w.p.ahead)
 		p.clk.offset.Store(int64(p.base))
+		w.noteAhead(p.base)
 		w.procs = append(w.procs, p)
 	}
 	return w
@@ -153,13 +158,53 @@ func (w *world) sleep(d time.Duration) bool {
 	}
 }
 
-// restarts restarts the store now and then.
+// restarts restarts the store now and then; after half the restarts, half
+// the hosts' clocks step back to about the restart's time a while later: a
+// newcomer that took after the restart, even after a window the restart
+// floor once had, then issues ticks of the time the restart forgot.
 func (w *world) restarts() {
 	r := rand.New(rand.NewPCG(w.seed, 300))
 	for w.sleep(time.Duration(r.ExpFloat64() * float64(w.p.restarts))) {
 		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond))
+		if !w.p.steps || r.IntN(2) == 0 {
+			continue
+		}
+		at := time.Now()
+		if r.IntN(2) == 0 {
+			// The host of one process goes down with the store, its
+			// process crashed, for about the restart window the floor
+			// once had; back, it takes an ID again, perhaps the one it
+			// held, which no one has taken since, and its clock steps
+			// back to the ticks it issued before.
+			p := w.procs[r.IntN(len(w.procs))]
+			window := w.p.ttl + 2*w.slack()
+			down := between(r, window-time.Second, window+3*time.Second)
+			select {
+			case p.down <- down:
+				p.armed.Store(&stepBack{from: at.Add(down), to: at.Add(-between(r, 0, w.p.ttl/2))})
+			default:
+			}
+			continue
+		}
+		for _, p := range w.procs {
+			if r.IntN(2) == 0 {
+				p.armed.Store(&stepBack{
+					from: at.Add(between(r, w.p.ttl/2, w.p.ttl+2*w.slack()+3*time.Second)),
+					to:   at.Add(-between(r, 0, w.p.ttl)),
+				})
+			}
+		}
 	}
 }
+
+// stepBack is a step of a host's clock back to about a restart's time,
+// armed by the restart: the host's first generator made from time from on
+// sees its clock step back to read to, just after New returns and before
+// it issues, as a newcomer's that took with its clock right and then had
+// it set from a bad source. (A generator that has issued for a while
+// continues the later ticks in its ring after a step back; a new one's
+// ring is empty, and starts the past ticks fresh.)
+type stepBack struct{ from, to time.Time }
 
 // at formats a time on the holders' clocks as its offset from the world's
 // start, for messages; the zero Time is "none".
@@ -206,6 +251,9 @@ type proc struct {
 	base time.Duration // the clock's usual offset
 	cut  atomic.Int64  // the host is cut off from the store until this virtual Unix ns
 
+	armed atomic.Pointer[stepBack] // a step back after a restart, for the next generator; nil for none
+	down  chan time.Duration       // a restart takes the host down with it, for this long; buffered
+
 	holder *machineid.Holder // the process's Holder, nil before the first or after a crash
 	cl     *client           // its client
 	incs   int
@@ -234,6 +282,12 @@ func (p *proc) run() {
 		return
 	}
 	for !w.stopping() {
+		select {
+		case d := <-p.down:
+			p.hostDown(d)
+			continue
+		default:
+		}
 		if p.holder == nil || p.r.IntN(2) == 0 {
 			p.newHolder()
 		}
@@ -253,14 +307,41 @@ func (p *proc) run() {
 			inc.issuers.Add(1)
 			go inc.issue(r)
 		}
-		live := w.sleep(between(p.r, 300*time.Millisecond, 6*time.Second))
-		if live && p.r.IntN(7) == 0 {
+		live, down := p.live(between(p.r, 300*time.Millisecond, 6*time.Second))
+		switch {
+		case down > 0:
 			p.crash(inc)
-		} else {
+			p.hostDown(down)
+			continue
+		case live && p.r.IntN(7) == 0:
+			p.crash(inc)
+		default:
 			p.close(inc)
 		}
 		w.sleep(between(p.r, 0, time.Second))
 	}
+}
+
+// live waits d while the process runs, and reports whether the world goes
+// on and, if the host went down meanwhile, for how long.
+func (p *proc) live(d time.Duration) (bool, time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, 0
+	case <-p.w.stop:
+		return false, 0
+	case down := <-p.down:
+		return true, down
+	}
+}
+
+// hostDown keeps the host down for d, after its process crashed.
+func (p *proc) hostDown(d time.Duration) {
+	p.holder = nil
+	p.w.log.add(p.name(), "the host is down for %v", d)
+	p.w.sleep(d)
 }
 
 // newHolder starts a new process on the host: a new client and Holder.
@@ -315,6 +396,9 @@ func (p *proc) start(inc *incarnation) bool {
 	inc.g = g
 	w.chk.mu.Unlock()
 	w.log.add(p.name(), "New of %s: machine ID %d", inc, g.Lease().ID)
+	if sb := p.armed.Load(); sb != nil && !time.Now().Before(sb.from) && p.armed.CompareAndSwap(sb, nil) {
+		p.setOffset(sb.to.Sub(time.Now()))
+	}
 	return true
 }
 
@@ -432,26 +516,54 @@ func (p *proc) drive() {
 	}
 }
 
-// step steps the clock: back by less or more than the ring's span, forth,
-// or back to its usual offset. On a store that forgets, the clock stays
-// within the clock bound of the true time, which the restart floor needs.
+// step steps the clock: back by less or more than the ring's span, back by
+// more than the TTL and the restart window (a clock set from a bad source,
+// a VM restored from a snapshot), forth, or back to its usual offset.
 func (p *proc) step(r *rand.Rand) {
 	w := p.w
 	old := time.Duration(p.clk.offset.Load())
 	next := old
 	span := time.Duration(w.p.ring) * tick
-	switch x := r.IntN(8); {
-	case w.p.kind.forgets:
-		next = between(r, -w.p.offsets, w.p.offsets)
+	switch x := r.IntN(9); {
 	case x < 3 && old != p.base:
 		next = p.base
 	case x < 5:
 		next = old - between(r, quantum, span)
-	case x < 7:
+	case x < 6:
 		next = old - between(r, span, 2*time.Second)
+	case x < 7:
+		next = old - between(r, w.p.ttl, w.p.ttl+2*w.slack()+3*time.Second)
 	default:
 		next = old + between(r, 100*time.Millisecond, 1500*time.Millisecond)
 	}
-	p.clk.offset.Store(int64(next))
-	w.log.add(p.name(), "clock steps by %v, to %v off", next-old, next)
+	p.setOffset(next)
+}
+
+// setOffset sets the clock to read next ahead of the true time (behind, if
+// negative), or as far ahead as the world allows.
+func (p *proc) setOffset(next time.Duration) {
+	next = min(next, p.w.p.ahead)
+	old := time.Duration(p.clk.offset.Swap(int64(next)))
+	p.w.noteAhead(next)
+	p.w.log.add(p.name(), "clock steps by %v, to %v off", next-old, next)
+}
+
+// slack is how far past the server's time, beyond the TTL, Redis lets a
+// mark be set, and its restart floor lies past the restart (the clock
+// bound, or the margin with the check off).
+func (w *world) slack() time.Duration {
+	if w.p.bound < 0 {
+		return w.p.margin
+	}
+	return w.p.bound
+}
+
+// noteAhead notes that a clock reads d ahead of the true time.
+func (w *world) noteAhead(d time.Duration) {
+	for {
+		old := w.aheadSeen.Load()
+		if int64(d) <= old || w.aheadSeen.CompareAndSwap(old, int64(d)) {
+			return
+		}
+	}
 }
