@@ -224,6 +224,7 @@ func (g *Generator) Close() error {
 			_ = g.leased.l.Release(g.issuedUntil()) // Release below returns its result again
 		}
 		g.shut()
+		mutant.Yield(mutant.SiteCAS) // between the closed state's store and the scan of what was issued
 		if g.leased != nil {
 			// The closed state is stored, so a call that claimed after
 			// this point drops its IDs when it re-checks the state; every

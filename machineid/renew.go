@@ -168,6 +168,7 @@ func (h *Holder) call(ctx context.Context, s *session, timeout time.Duration, do
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
+	mutant.Yield(mutant.SiteStore)
 	err := fn(ctx)
 	if err != nil && s.ctx.Err() != nil {
 		return fmt.Errorf("%w (%s cut short)", ErrReleased, doing)
@@ -201,6 +202,7 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off Cl
 	case mutant.On(mutant.WallExpiry):
 		deadline = time.Now().Add(g.Until.Add(-h.cfg.margin).Sub(h.now()))
 	}
+	mutant.Yield(mutant.SiteLock)
 	h.mu.Lock()
 	if h.sess != s {
 		h.mu.Unlock()

@@ -74,6 +74,9 @@ type Result struct {
 // of its own, after Switch.
 func Run(seed uint64, name string, verbose bool) Result {
 	w := newWorld(seed, name, verbose)
+	if mutant.SetYield(w.perturb) {
+		defer mutant.SetYield(nil)
+	}
 	f := w.run()
 	w.chk.mu.Lock()
 	n, print := len(w.chk.ids), w.chk.print

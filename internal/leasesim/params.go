@@ -66,6 +66,8 @@ type params struct {
 	slow     float64       // chance that a store call is slow
 	lossy    float64       // chance of each loss of a call
 	stuck    float64       // chance that a call ignores its context
+	yield    float64       // chance that the engine yields the processor at a site of mutant.Yield
+	nap      float64       // chance that it waits a little before a store call
 	duration time.Duration
 }
 
@@ -150,6 +152,10 @@ func draw(seed uint64) params {
 	p.slow = []float64{0.01, 0.05, 0.2}[r.IntN(3)]
 	p.lossy = []float64{0, 0.02, 0.08}[r.IntN(3)]
 	p.stuck = []float64{0, 0.01, 0.05}[r.IntN(3)]
+	// The schedule, perturbed at the engine's CAS, lock and store-call
+	// sites (mutant.Yield, in a build with the tag ringflake_mutant).
+	p.yield = []float64{0, 0.02, 0.1, 0.4}[r.IntN(4)]
+	p.nap = []float64{0, 0.05, 0.3}[r.IntN(3)]
 	p.layout = ringflake.Layout{TimeBits: 56, MachineBits: 3, SequenceBits: 4, Tick: tick}
 	return p
 }
@@ -163,6 +169,6 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 func (p params) String() string {
-	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v ahead<=%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f",
-		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.ahead, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck)
+	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v ahead<=%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f yield=%.2f nap=%.2f",
+		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.ahead, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck, p.yield, p.nap)
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/holderseed"
+	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -45,6 +47,9 @@ type world struct {
 	holders []*machineid.Holder
 
 	aheadSeen atomic.Int64 // ns: the furthest any clock has read ahead of the true time
+
+	pmu  sync.Mutex // protects pert
+	pert *rand.Rand // the perturbation's draws, in the order the engine reaches its sites
 }
 
 // The mutants that live in the simulated store, not the engine: see
@@ -58,7 +63,7 @@ const (
 // newWorld makes the world of seed. It must be called inside the bubble it
 // runs in.
 func newWorld(seed uint64, mutant string, verbose bool) *world {
-	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{})}
+	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{}), pert: rand.New(rand.NewPCG(seed, 400))}
 	w.start = time.Now()
 	w.base = w.start.Round(0)
 	w.p.layout.Epoch = w.base.Add(-time.Hour)
@@ -85,6 +90,32 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 		w.procs = append(w.procs, p)
 	}
 	return w
+}
+
+// perturb is the world's perturbation of the engine's schedule, run at
+// each of its sites (mutant.Yield): it yields the processor now and then
+// and, before a store call, sometimes waits up to 200µs of virtual time.
+// The draws come in the order the sites are reached, which one P and no
+// asynchronous preemption make the same in every run of the seed, so the
+// schedule it makes replays. It never waits at a site that may hold a lock
+// (see mutant.Site).
+func (w *world) perturb(site mutant.Site) {
+	if w.p.yield == 0 && w.p.nap == 0 {
+		return
+	}
+	w.pmu.Lock()
+	yield := w.pert.Float64() < w.p.yield
+	var nap time.Duration
+	if site == mutant.SiteStore && w.pert.Float64() < w.p.nap {
+		nap = between(w.pert, time.Microsecond, 200*time.Microsecond)
+	}
+	w.pmu.Unlock()
+	if nap > 0 {
+		time.Sleep(nap)
+	}
+	if yield {
+		runtime.Gosched()
+	}
 }
 
 // mutantOn reports whether the store's mutant name is switched on.

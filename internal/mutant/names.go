@@ -31,3 +31,23 @@ const (
 	// continued (ringflake, ring.go claim).
 	RingForgets = "ring-forgets"
 )
+
+// Site is a point in the engine where the simulation may perturb the
+// schedule (Yield). A site that holds a lock may only be yielded at, not
+// waited at: a goroutine blocked on a mutex is not durably blocked, and
+// virtual time would not move on while it waited.
+type Site uint8
+
+const (
+	// SiteCAS: just before a CAS of the issuing path (a ring slot, the
+	// generator's state); no lock held.
+	SiteCAS Site = iota
+	// SiteLock: just before the Holder takes its mutex to record a
+	// lease; no lock held, but a yield here reorders the lease's writers.
+	SiteLock
+	// SiteStore: just before a Holder's call to its store; no lock held,
+	// so a short wait is allowed.
+	SiteStore
+	// Sites is the number of sites.
+	Sites
+)
