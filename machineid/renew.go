@@ -360,8 +360,11 @@ func (h *Holder) refresh(s *session) error {
 // The caller holds h.turn.
 func (h *Holder) obtain(ctx context.Context, s *session, timeout time.Duration) error {
 	h.mu.Lock()
-	owned := s.owned
+	owned, loss := s.owned, h.loss
 	h.mu.Unlock()
+	if loss != nil && mutant.On(mutant.NoRetake) {
+		return loss
+	}
 	if owned {
 		err := h.renew(ctx, s)
 		if !errors.Is(err, ErrLeaseLost) {

@@ -131,7 +131,7 @@ func draw(seed uint64) params {
 	// it is refused when it takes, but a holder's clock may drift or step
 	// anywhere once it holds, and the invariants are checked all the same.
 	p.offsets = []time.Duration{0, 300 * time.Millisecond, 2 * time.Second, 8 * time.Second}[r.IntN(4)]
-	p.ahead = p.offsets + 2*time.Second // steps forward go past the offsets
+	p.ahead = max(p.offsets, p.bound) + p.ttl + 6*time.Second // steps forward go past the offsets and the bound
 	if p.kind.forgets && p.bound < 0 {
 		// The one world outside the promise: Redis with the check off caps
 		// no mark, so a mark lost in a restart is covered by its floor only

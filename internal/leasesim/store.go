@@ -288,7 +288,7 @@ func markSlack(c machineid.Claim) time.Duration {
 // marks so that its restart floor covers them; the zero Time (a take that
 // raises no mark) stays zero.
 func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
-	if !s.k.forgets || c.MaxOffset < 0 || until.IsZero() {
+	if !s.k.forgets || c.MaxOffset < 0 || until.IsZero() || s.w.mutantOn(uncappedName) {
 		return until
 	}
 	if top := s.wall().Add(c.TTL + c.MaxOffset); until.After(top) {

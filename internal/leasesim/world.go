@@ -38,10 +38,14 @@ type world struct {
 	srv *server
 	chk *checker
 
-	procs   []*proc
-	stop    chan struct{} // closed at the end, or at the first failure
-	halting sync.Once
-	wg      sync.WaitGroup // the world's own goroutines
+	procs  []*proc
+	stop   chan struct{} // closed at the end, or at the first failure
+	healed chan struct{} // closed at the heal (heal.go)
+	lively chan struct{} // closed once enough processes issued after the heal
+
+	healedFlag atomic.Bool // the world has healed
+	halting    sync.Once
+	wg         sync.WaitGroup // the world's own goroutines
 
 	mu      sync.Mutex // protects holders
 	holders []*machineid.Holder
@@ -58,12 +62,14 @@ const (
 	storeMutantName = "renew-no-token"
 	shortFloorName  = "short-floor"
 	windowFloorName = "window-floor"
+	uncappedName    = "uncapped"
 )
 
 // newWorld makes the world of seed. It must be called inside the bubble it
 // runs in.
 func newWorld(seed uint64, mutant string, verbose bool) *world {
-	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{}), pert: rand.New(rand.NewPCG(seed, 400))}
+	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{}), pert: rand.New(rand.NewPCG(seed, 400)),
+		healed: make(chan struct{}), lively: make(chan struct{})}
 	w.start = time.Now()
 	w.base = w.start.Round(0)
 	w.p.layout.Epoch = w.base.Add(-time.Hour)
@@ -135,6 +141,8 @@ func (w *world) run() *Failure {
 	t := time.NewTimer(w.p.duration)
 	select {
 	case <-t.C:
+		w.heal()
+		w.awaitLive()
 	case <-w.stop:
 		t.Stop()
 	}
@@ -195,7 +203,7 @@ func (w *world) sleep(d time.Duration) bool {
 // floor once had, then issues ticks of the time the restart forgot.
 func (w *world) restarts() {
 	r := rand.New(rand.NewPCG(w.seed, 300))
-	for w.sleep(time.Duration(r.ExpFloat64() * float64(w.p.restarts))) {
+	for w.sleepFault(time.Duration(r.ExpFloat64()*float64(w.p.restarts))) && !w.isHealed() {
 		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond))
 		if !w.p.steps || r.IntN(2) == 0 {
 			continue
@@ -236,6 +244,21 @@ func (w *world) restarts() {
 // continues the later ticks in its ring after a step back; a new one's
 // ring is empty, and starts the past ticks fresh.)
 type stepBack struct{ from, to time.Time }
+
+// sleepFault sleeps d, or until the world heals or stops; it reports
+// whether faults go on.
+func (w *world) sleepFault(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.healed:
+		return false
+	case <-w.stop:
+		return false
+	}
+}
 
 // at formats a time on the holders' clocks as its offset from the world's
 // start, for messages; the zero Time is "none".
@@ -365,6 +388,9 @@ func (p *proc) live(d time.Duration) (bool, time.Duration) {
 		return false, 0
 	case down := <-p.down:
 		return true, down
+	case <-p.w.healed:
+		<-p.w.stop // no more comings and goings: it lives to the end
+		return false, 0
 	}
 }
 
@@ -372,7 +398,7 @@ func (p *proc) live(d time.Duration) (bool, time.Duration) {
 func (p *proc) hostDown(d time.Duration) {
 	p.holder = nil
 	p.w.log.add(p.name(), "the host is down for %v", d)
-	p.w.sleep(d)
+	p.w.sleepFault(d)
 }
 
 // newHolder starts a new process on the host: a new client and Holder.
@@ -412,6 +438,9 @@ func (p *proc) newHolder() {
 func (p *proc) start(inc *incarnation) bool {
 	w := p.w
 	limit := between(p.r, 200*time.Millisecond, 4*time.Second)
+	if w.isHealed() {
+		limit = time.Minute // no deadline short of the world's end
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	began := time.Now()
@@ -505,6 +534,9 @@ func (inc *incarnation) issue(r *rand.Rand) {
 			w.chk.bound(inc, fmt.Sprintf("NextN(%d)", want), took, w.p.wait)
 		}
 		w.chk.issued(inc, buf[:n])
+		if n > 0 {
+			w.chk.revived(p, began)
+		}
 		if w.log.verbose {
 			w.log.add(p.name(), "%s: %d of %d IDs since %.6fs%s, err=%v", inc, n, want, began.Sub(w.start).Seconds(), w.ticks(buf[:n]), err)
 		}
@@ -542,20 +574,21 @@ func (p *proc) drive() {
 	if len(faults) == 0 {
 		return
 	}
-	for w.sleep(between(r, 300*time.Millisecond, 3*time.Second)) {
+	for w.sleepFault(between(r, 300*time.Millisecond, 3*time.Second)) && !w.isHealed() {
 		faults[r.IntN(len(faults))]()
 	}
 }
 
 // step steps the clock: back by less or more than the ring's span, back by
 // more than the TTL and the restart window (a clock set from a bad source,
-// a VM restored from a snapshot), forth, or back to its usual offset.
+// a VM restored from a snapshot), forth, to past the clock bound ahead, or
+// back to its usual offset.
 func (p *proc) step(r *rand.Rand) {
 	w := p.w
 	old := time.Duration(p.clk.offset.Load())
 	next := old
 	span := time.Duration(w.p.ring) * tick
-	switch x := r.IntN(9); {
+	switch x := r.IntN(10); {
 	case x < 3 && old != p.base:
 		next = p.base
 	case x < 5:
@@ -564,6 +597,10 @@ func (p *proc) step(r *rand.Rand) {
 		next = old - between(r, span, 2*time.Second)
 	case x < 7:
 		next = old - between(r, w.p.ttl, w.p.ttl+2*w.slack()+3*time.Second)
+	case x < 8:
+		// Past the bound ahead: a holder is not refused for it once it
+		// holds, and Redis caps its marks.
+		next = max(w.p.bound, 0) + between(r, 0, w.p.ttl+6*time.Second)
 	default:
 		next = old + between(r, 100*time.Millisecond, 1500*time.Millisecond)
 	}

@@ -30,6 +30,9 @@ const (
 	// step back longer than the ring, is started afresh instead of
 	// continued (ringflake, ring.go claim).
 	RingForgets = "ring-forgets"
+	// NoRetake: a Holder whose store said its lease was lost never takes
+	// one again until its next Release (machineid, renew.go obtain).
+	NoRetake = "no-retake"
 )
 
 // Site is a point in the engine where the simulation may perturb the
