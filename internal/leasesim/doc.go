@@ -14,8 +14,8 @@
 //   - clocks: offsets past the clock bound (a newcomer is refused; a
 //     holder's clock may go anywhere once it holds), steps back shorter and
 //     longer than the ring, longer than the TTL and than the restart window
-//     Redis's floor once had, steps forward; pauses longer than the TTL, in
-//     a clock reading;
+//     Redis's floor once had, steps forward, also past the bound; pauses
+//     longer than the TTL, in a clock reading;
 //   - the store's clock at a rate that differs from the holders' within the
 //     safety margin;
 //   - store calls: delays, a loss before the store acts or of its answer
@@ -25,7 +25,20 @@
 //     down with the store and comes back about the window later; clocks
 //     that step back to about a restart's time, just after a New;
 //   - ranges with IDs to spare, where an ID a restart forgot may lie
-//     untaken for long.
+//     untaken for long;
+//   - the schedule: in a build with the tag ringflake_mutant (as
+//     scripts/leasesim builds it), the engine yields the processor, at a
+//     rate each seed draws, before the CAS of a ring slot, of the
+//     generator's state and between Close's closed state and its scan of
+//     what was issued, before the Holder records a lease, and before a
+//     store call, where it may also wait up to 200µs (internal/mutant's
+//     Yield, an empty function in every other build).
+//
+// Redis's restart floor is modelled as machineid_redis keeps it: every take
+// for as long as the instance runs inherits at least the instance's start
+// on the server's clock plus TTL + slack (the clock bound, or the margin
+// with the check off), and marks are capped at TTL + bound past the
+// server's time.
 //
 // The worlds stay inside what the docs promise, and only there: Redis with
 // the clock check off keeps every clock at most the margin ahead
@@ -44,6 +57,22 @@
 // back; the store never grants an ID that another generator still reports
 // held; no call waits past its bound; an open generator never sees its
 // lease released; calls fail with the package's errors only.
+//
+// Liveness: at the world's duration (20 s) it heals. Every fault stops,
+// every clock is set right, and the processes stop coming and going; from
+// then on, within
+//
+//	6·TTL + max(A, S + 2 s) + 2 s
+//
+// every live process issues again (or, if the range has fewer IDs than
+// there are processes, as many as it has IDs), where A is how far ahead of
+// the true time the furthest clock read before the heal and S, on Redis,
+// the mark slack of its restart floor (0 elsewhere). The terms: calls in
+// flight and pauses end, and leases left by crashed processes run out in
+// the store (at its slowest rate), within 6·TTL; the mark an ID inherits,
+// set by a clock A ahead, or Redis's floor, is passed within max(A, S +
+// 2 s) plus a TTL counted above; New's retries, an issuer's gap and a tick
+// within 2 s (heal.go's liveBound). The world ends as soon as they have.
 //
 // scripts/leasesim runs it; Mutants are broken engines it must catch.
 package leasesim

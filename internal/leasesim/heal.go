@@ -27,9 +27,10 @@ import (
 //     for a token given up on, then runs out within TTL at the store's
 //     slowest rate, 0.8 (1.25·TTL; a Kubernetes contender waits the TTL
 //     rounded up to a second, plus the margin, at most TTL/3, at that
-//     rate: 1.25·(TTL + TTL/3) + 1.25 s); the Holder tries again for a
-//     free ID every TTL/10 to TTL/2, and its take and mark raise are two
-//     calls;
+//     rate: 1.25·(TTL + TTL/3), and the 1.25 s of the rounding, counted
+//     below); the Holder tries again for a free ID every TTL/10 to TTL/2,
+//     and its take and mark raise are two calls: 4.5·TTL in all, and the
+//     pause's 2·TTL overlaps them;
 //   - max(ahead, slack + 2 s): the mark an ID inherits was set by a clock
 //     at most ahead ahead, a TTL past it; Redis's restart floor is TTL +
 //     slack past the restart, up to 2 s later for its whole-second uptime;
@@ -37,8 +38,9 @@ import (
 //     TTL, counted above) of the heal; and a generator whose ring holds
 //     ticks a clock ahead issued waits at most ahead for its clock to pass
 //     them;
-//   - 2 s: New's retries after a failure before the heal (up to 500 ms
-//     apart), an issuer's gap between calls, a tick.
+//   - 2 s: Kubernetes' rounding (1.25 s), New's retries after a failure
+//     before the heal (up to 500 ms apart), an issuer's gap between calls,
+//     a tick.
 func (w *world) liveBound() time.Duration {
 	ahead := max(time.Duration(w.aheadSeen.Load()), 0)
 	floor := time.Duration(0)
