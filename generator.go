@@ -337,7 +337,8 @@ func (g *Generator) claim(a *attempt, want uint64) (claimRange, claimStatus) {
 	if cs != claimed {
 		return claimRange{tick: t}, cs
 	}
-	if g.state.Load() != st {
+	mutant.Yield(mutant.SiteClaim) // between the CAS and the state's re-check, where Close may come
+	if g.state.Load() != st && !mutant.On(mutant.NoRecheck) {
 		return claimRange{}, stale
 	}
 	if a.behind {

@@ -31,8 +31,9 @@
 //     rate each seed draws, before the CAS of a ring slot, of the
 //     generator's state and between Close's closed state and its scan of
 //     what was issued, before the Holder records a lease, and before a
-//     store call, where it may also wait up to 200µs (internal/mutant's
-//     Yield, an empty function in every other build).
+//     store call; before a store call it may also wait up to 200µs of
+//     virtual time, and within a claim 100µs, as a preemption would
+//     (internal/mutant's Yield, an empty function in every other build).
 //
 // Redis's restart floor is modelled as machineid_redis keeps it: every take
 // for as long as the instance runs inherits at least the instance's start

@@ -100,7 +100,9 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 
 // perturb is the world's perturbation of the engine's schedule, run at
 // each of its sites (mutant.Yield): it yields the processor now and then
-// and, before a store call, sometimes waits up to 200µs of virtual time.
+// and, before a store call, sometimes waits up to 200µs of virtual time,
+// and within a claim up to 100µs (a few claims of one NextN stay within
+// the 1 ms a call may take past its bound).
 // The draws come in the order the sites are reached, which one P and no
 // asynchronous preemption make the same in every run of the seed, so the
 // schedule it makes replays. It never waits at a site that may hold a lock
@@ -112,8 +114,11 @@ func (w *world) perturb(site mutant.Site) {
 	w.pmu.Lock()
 	yield := w.pert.Float64() < w.p.yield
 	var nap time.Duration
-	if site == mutant.SiteStore && w.pert.Float64() < w.p.nap {
+	switch {
+	case site == mutant.SiteStore && w.pert.Float64() < w.p.nap:
 		nap = between(w.pert, time.Microsecond, 200*time.Microsecond)
+	case site == mutant.SiteClaim && w.pert.Float64() < w.p.nap:
+		nap = between(w.pert, time.Microsecond, 100*time.Microsecond)
 	}
 	w.pmu.Unlock()
 	if nap > 0 {
