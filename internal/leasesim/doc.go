@@ -20,8 +20,9 @@
 //     safety margin;
 //   - store calls: delays, a loss before the store acts or of its answer
 //     after (an unknown outcome), calls stuck past their context;
-//   - store restarts, which forget what that kind of store forgets, and
-//     stale reads where the kind allows them; partitions; a host that goes
+//   - store restarts, which forget what that kind of store forgets (Redis:
+//     everything, or everything since its latest snapshot, as with RDB
+//     persistence), and stale reads where the kind allows them; partitions; a host that goes
 //     down with the store and comes back about the window later; clocks
 //     that step back to about a restart's time, just after a New;
 //   - ranges with IDs to spare, where an ID a restart forgot may lie

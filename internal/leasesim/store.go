@@ -26,7 +26,9 @@ type server struct {
 	recs      []record      // by machine ID
 	hist      [][]record    // by machine ID, the latest versions, for stale reads
 	version   int64         // the latest version written
-	epoch     int           // restarts that forgot everything so far
+	epoch     int           // restarts that forgot something so far
+	snap      []record      // the latest snapshot, for a restart that rolls back to it; nil for none
+	snapAt    time.Time     // when it was taken, in virtual time
 	restarted time.Duration // when the instance started, on the store's wall clock, since the world's base
 	down      bool
 }
@@ -115,6 +117,14 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 		return machineid.Grant{}, errDown
 	}
 	for id := c.Lo; id <= c.Hi; id++ {
+		// The token's own lease, the trace of a take whose answer was
+		// lost, keeps the after recorded with it, as machineid_redis's
+		// mine does, without the restart floor. After a rollback to a
+		// snapshot that is safe too: a token's lease comes back alive only
+		// if its expiry in the snapshot is still ahead, and no one else
+		// could take the ID before the token's lease ran out, which is
+		// later still; the token is its own session's, whose generator's
+		// ring keeps its own ticks apart.
 		if r := &s.recs[id]; r.token == c.Token && s.alive(r) {
 			return s.grant(cl, c, id, r.after, false), nil
 		}
@@ -164,8 +174,9 @@ func (s *server) pick(cl *client, c machineid.Claim, v []record, now, floor time
 // inherits after.
 func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time, fresh bool) machineid.Grant {
 	r := s.recs[id]
+	r.after = after
 	if fresh {
-		r.token, r.after = c.Token, after
+		r.token = c.Token
 		r.hold = s.w.chk.grant(cl.incOf(c.Token), id, c.Token, after, s.epoch)
 	}
 	r.mark = later(r.mark, s.capped(c.Until, c))
@@ -324,7 +335,7 @@ func (s *server) floor(c machineid.Claim) time.Time {
 // restart takes the store down for d and brings it back: having forgotten
 // everything, for a kind that forgets; with every live lease renewed for a
 // TTL, for a kind that extends them; as it was, otherwise.
-func (s *server) restart(d time.Duration) {
+func (s *server) restart(d time.Duration, rollback bool) {
 	s.mu.Lock()
 	s.down = true
 	s.mu.Unlock()
@@ -333,10 +344,25 @@ func (s *server) restart(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case s.k.forgets && rollback && s.snap != nil:
+		// Redis's default persistence: the RDB snapshot comes back, with
+		// every lease and mark in it; a lease's expiry is an absolute
+		// time, so one that ran out since is gone.
+		s.epoch++
+		s.recs = append([]record(nil), s.snap...)
+		s.hist = make([][]record, len(s.hist))
+		for id := range s.recs {
+			if r := &s.recs[id]; r.token != "" && !s.alive(r) {
+				*r = record{mark: r.mark}
+			}
+		}
+		s.restarted = s.wall().Sub(s.w.base)
+		s.w.log.add("store", "is back, rolled back to its snapshot of %.6fs", s.snapAt.Sub(s.w.start).Seconds())
 	case s.k.forgets:
 		s.epoch++
 		s.recs = make([]record, len(s.recs))
 		s.hist = make([][]record, len(s.hist))
+		s.snap = nil // an instance that starts empty saves its own
 		s.restarted = s.wall().Sub(s.w.base)
 		s.w.log.add("store", "is back, having forgotten every lease and mark")
 	case s.k.extends:
@@ -351,6 +377,17 @@ func (s *server) restart(d time.Duration) {
 		s.w.log.add("store", "is back")
 	}
 	s.down = false
+}
+
+// snapshot saves the store's records, as Redis's RDB save does, for a
+// restart that rolls back to them.
+func (s *server) snapshot() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return
+	}
+	s.snap, s.snapAt = append([]record(nil), s.recs...), time.Now()
 }
 
 // later returns the later of a and b.

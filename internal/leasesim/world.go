@@ -208,8 +208,11 @@ func (w *world) sleep(d time.Duration) bool {
 // floor once had, then issues ticks of the time the restart forgot.
 func (w *world) restarts() {
 	r := rand.New(rand.NewPCG(w.seed, 300))
+	if w.p.kind.forgets {
+		w.goRun(w.snapshots)
+	}
 	for w.sleepFault(time.Duration(r.ExpFloat64()*float64(w.p.restarts))) && !w.isHealed() {
-		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond))
+		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0)
 		if !w.p.steps || r.IntN(2) == 0 {
 			continue
 		}
@@ -238,6 +241,15 @@ func (w *world) restarts() {
 				})
 			}
 		}
+	}
+}
+
+// snapshots saves the store's records now and then, for restarts that
+// roll back to them (Redis's RDB snapshots).
+func (w *world) snapshots() {
+	r := rand.New(rand.NewPCG(w.seed, 500))
+	for w.sleepFault(between(r, 200*time.Millisecond, 3*time.Second)) && !w.isHealed() {
+		w.srv.snapshot()
 	}
 }
 
