@@ -136,7 +136,10 @@ func (k *checker) grant(inc *incarnation, id int64, token string, after time.Tim
 		}
 	}
 	for _, o := range k.incs {
-		if o == inc || o.g == nil {
+		if o == inc || o.g == nil || k.w.p.kind.lock && o.cl.dead.Load() {
+			// A lock goes with its process: a dead one's generator may
+			// still report its lease held until its deadline, but issues
+			// nothing more.
 			continue
 		}
 		l := o.g.Lease()

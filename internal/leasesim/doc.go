@@ -5,8 +5,11 @@
 // (testing/synctest), so that a failing seed replays.
 //
 // A world has a store of one kind (Redis without persistence, etcd,
-// PostgreSQL, Kubernetes Leases: what a restart forgets, who judges
-// expiry, whether reads may be stale) and a few hosts. On each, processes
+// PostgreSQL, Kubernetes Leases, the file store: what a restart forgets,
+// who judges expiry, whether reads may be stale) and a few hosts (for the
+// file store, processes on one host, sharing its clock, whose locks go
+// with them, and whose restart is a power loss that kills them all and
+// loses the writes not synced: a release's lower mark). On each, processes
 // come and go: a Holder, generators made with New one after another, each
 // issuing for a while and then closed, or crashed. The faults, on every
 // kind of store alike:

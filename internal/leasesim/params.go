@@ -31,6 +31,13 @@ type kind struct {
 	// extends: a restart gives every live lease a whole TTL again (etcd's
 	// leases under a new leader).
 	extends bool
+	// lock: the lease is a lock the kernel drops with its process
+	// (machineid_file): held while the process lives, free the moment it
+	// dies. The processes share one host, and so one clock, with no
+	// reference to check it against; a restart is a power loss, which
+	// kills every process and loses the writes not yet synced (a
+	// release's lower mark: takes and renewals sync theirs).
+	lock bool
 }
 
 var kinds = []kind{
@@ -38,6 +45,7 @@ var kinds = []kind{
 	{name: "etcd", stale: true, extends: true},
 	{name: "postgres"},
 	{name: "k8s", observed: true, stale: true},
+	{name: "file", lock: true},
 }
 
 // params are a world's settings, all drawn from its seed.

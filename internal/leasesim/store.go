@@ -42,6 +42,8 @@ type record struct {
 	version int64
 	at      time.Time // when it was written, in virtual time
 	hold    *holding  // the checker's view of token's holding; nil when free
+	owner   *client   // kind.lock: the process whose lock holds it
+	synced  time.Time // kind.lock: the mark as last synced to the disk
 }
 
 // histDepth is how many versions of a record a stale read can go back.
@@ -70,6 +72,9 @@ func (s *server) clock() time.Duration {
 // alive reports whether r is a lease the store still counts as held. An
 // observed kind's store judges nothing: a contender does (client.free).
 func (s *server) alive(r *record) bool {
+	if s.k.lock {
+		return r.token != "" && r.owner != nil && !r.owner.dead.Load()
+	}
 	return r.token != "" && (s.k.observed || s.clock() < r.expires)
 }
 
@@ -129,6 +134,16 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 			return s.grant(cl, c, id, r.after, false), nil
 		}
 	}
+	if s.k.lock {
+		// The process's own lock of an earlier session, which its Release
+		// did not reach, is freed first, as machineid_file's Take does.
+		for id := c.Lo; id <= c.Hi; id++ {
+			if r := s.recs[id]; r.owner == cl && r.token != c.Token && r.token != "" {
+				r.token, r.hold, r.after, r.owner = "", nil, time.Time{}, nil
+				s.write(id, r)
+			}
+		}
+	}
 	floor := s.floor(c)
 	for {
 		v := s.view(c.Lo, c.Hi, stale)
@@ -176,10 +191,11 @@ func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time,
 	r := s.recs[id]
 	r.after = after
 	if fresh {
-		r.token = c.Token
+		r.token, r.owner = c.Token, cl
 		r.hold = s.w.chk.grant(cl.incOf(c.Token), id, c.Token, after, s.epoch)
 	}
 	r.mark = later(r.mark, s.capped(c.Until, c))
+	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch)
@@ -205,9 +221,10 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 		}
 		// The mutant: the renewal does not check its token, and takes
 		// the lease back from whoever holds it.
-		r.token, r.hold = c.Token, s.w.chk.holdingOf(c.Token, id)
+		r.token, r.hold, r.owner = c.Token, s.w.chk.holdingOf(c.Token, id), cl
 	}
 	r.mark = later(r.mark, s.capped(c.Until, c))
+	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch)
@@ -242,14 +259,14 @@ func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Ti
 			switch low := later(issued, r.after); {
 			case low.Before(mark):
 				mark = low
-			case issued.After(mark):
+			case issued.After(mark) && !s.k.lock: // machineid_file only lowers
 				mark = later(mark, s.capped(issued, c))
 			}
 		}
 		s.w.chk.released(r.hold, mark, !issued.IsZero() && id >= 0)
 		s.w.log.add(cl.p.name(), "store: frees machine ID %d of token %s: mark %s (was %s)", rid, short(c.Token), s.w.at(mark), s.w.at(r.mark))
-		r.token, r.hold, r.after, r.mark = "", nil, time.Time{}, mark
-		s.write(rid, r)
+		r.token, r.hold, r.after, r.mark, r.owner = "", nil, time.Time{}, mark, nil
+		s.write(rid, r) // not synced: a power loss brings back r.synced
 	}
 	return nil
 }
@@ -344,6 +361,15 @@ func (s *server) restart(d time.Duration, rollback bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case s.k.lock:
+		// A power loss: the restarts goroutine has killed every process,
+		// whose locks the kernel dropped; what was not synced is lost.
+		for id := range s.recs {
+			r := s.recs[id]
+			r.token, r.hold, r.after, r.owner, r.mark = "", nil, time.Time{}, nil, r.synced
+			s.write(int64(id), r)
+		}
+		s.w.log.add("store", "the host is back from a power loss; every mark is as last synced")
 	case s.k.forgets && rollback && s.snap != nil:
 		// Redis's default persistence: the RDB snapshot comes back, with
 		// every lease and mark in it; a lease's expiry is an absolute

@@ -79,6 +79,9 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 	for i := range w.p.procs {
 		p := &proc{w: w, n: i, r: rand.New(rand.NewPCG(seed, uint64(100+i))), down: make(chan time.Duration, 1)}
 		p.clk = &clock{epoch: w.p.layout.Epoch, p: p}
+		if w.p.kind.lock && i > 0 {
+			p.clk = w.procs[0].clk // one host, one clock
+		}
 		// A third of the clocks sit at either end of the offsets: the
 		// bound's edges are where a holder ahead and a newcomer behind
 		// meet (Redis's restart floor once ended a bound too soon there).
@@ -91,6 +94,9 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 			p.base = between(p.r, -w.p.offsets, w.p.offsets)
 		}
 		p.base = min(p.base, w.p.ahead)
+		if w.p.kind.lock && i > 0 {
+			p.base = w.procs[0].base
+		}
 		p.clk.offset.Store(int64(p.base))
 		w.noteAhead(p.base)
 		w.procs = append(w.procs, p)
@@ -212,6 +218,10 @@ func (w *world) restarts() {
 		w.goRun(w.snapshots)
 	}
 	for w.sleepFault(time.Duration(r.ExpFloat64()*float64(w.p.restarts))) && !w.isHealed() {
+		if w.p.kind.lock {
+			w.powerLoss(r)
+			continue
+		}
 		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0)
 		if !w.p.steps || r.IntN(2) == 0 {
 			continue
@@ -242,6 +252,27 @@ func (w *world) restarts() {
 			}
 		}
 	}
+}
+
+// powerLoss is a restart of kind.lock's one host: every process dies at
+// once (its client reaches nothing more, and the kernel drops its locks),
+// the disk loses what was not synced, and the processes come back after
+// the host.
+func (w *world) powerLoss(r *rand.Rand) {
+	w.log.add("world", "power loss: every process on the host dies")
+	for _, p := range w.procs {
+		if c := p.curCl.Load(); c != nil {
+			c.dead.Store(true)
+		}
+	}
+	down := between(r, 10*time.Millisecond, 300*time.Millisecond)
+	for _, p := range w.procs {
+		select {
+		case p.down <- down:
+		default:
+		}
+	}
+	w.srv.restart(down, false)
 }
 
 // snapshots saves the store's records now and then, for restarts that
@@ -324,6 +355,7 @@ type proc struct {
 
 	armed atomic.Pointer[stepBack] // a step back after a restart, for the next generator; nil for none
 	down  chan time.Duration       // a restart takes the host down with it, for this long; buffered
+	curCl atomic.Pointer[client]   // p.cl, for the power loss of kind.lock
 
 	holder *machineid.Holder // the process's Holder, nil before the first or after a crash
 	cl     *client           // its client
@@ -337,6 +369,7 @@ func (p *proc) name() string { return fmt.Sprintf("p%d", p.n) }
 type incarnation struct {
 	p       *proc
 	n       int
+	cl      *client              // the client of its process's Holder
 	g       *ringflake.Generator // nil until New returns; written under checker.mu
 	closing atomic.Bool          // Close has begun
 	quit    chan struct{}        // closed to stop the issuers
@@ -363,7 +396,7 @@ func (p *proc) run() {
 			p.newHolder()
 		}
 		p.incs++
-		inc := &incarnation{p: p, n: p.incs, quit: make(chan struct{})}
+		inc := &incarnation{p: p, n: p.incs, cl: p.cl, quit: make(chan struct{})}
 		w.chk.add(inc)
 		p.cl.setCurrent(inc)
 		if !p.start(inc) {
@@ -421,7 +454,13 @@ func (p *proc) hostDown(d time.Duration) {
 // newHolder starts a new process on the host: a new client and Holder.
 func (p *proc) newHolder() {
 	w := p.w
+	if w.p.kind.lock && p.cl != nil {
+		// The process before exited, and the kernel dropped its locks,
+		// those of a Release that failed among them.
+		p.cl.dead.Store(true)
+	}
 	p.cl = newClient(p)
+	p.curCl.Store(p.cl)
 	opts := []machineid.Option{
 		machineid.WithRange(w.p.lo, w.p.hi), machineid.WithTTL(w.p.ttl),
 		machineid.WithSafetyMargin(w.p.optMarg), machineid.WithCallTimeout(w.p.optCall),
@@ -429,7 +468,7 @@ func (p *proc) newHolder() {
 	}
 	// Every kind's store reads its own clock to the Holder but etcd, whose
 	// real store estimates the fleet's from the holders' records.
-	lim := machineid.Limits{Name: "leasesim", Clock: w.p.kind.name != "etcd"}
+	lim := machineid.Limits{Name: "leasesim", Clock: w.p.kind.name != "etcd" && !w.p.kind.lock}
 	h, err := machineid.NewHolder[struct{}](p.cl, nil, lim, opts...)
 	if err != nil {
 		panic(err) // the parameters are the simulation's own
