@@ -1,6 +1,10 @@
 package ringflake
 
-import "time"
+import (
+	"time"
+
+	"github.com/ringflake/ringflake/internal/mutant"
+)
 
 // fast is the common case of NextID with nothing in the way: the default
 // clock, a tick in range, no step back, a valid machine state and a slot
@@ -65,13 +69,14 @@ func (g *Generator) fast() (ID, bool) {
 	if !slot.CompareAndSwap(old, next) {
 		return g.fastClaim(ticks, st)
 	}
+	mutant.Yield(mutant.SiteClaim) // between the CAS and the state's re-check, where Close may come
 	// A state replaced since the load above (Close, or a lease change)
 	// drops the claimed sequence, as claim does: Close's Release is told
 	// the latest tick issued, so no ID may leave once it has stored the
 	// closed state. Without a lease only Close replaces the state and no
 	// one relies on that, but skipping the load for such generators saves
 	// nothing measurable: the branch that would skip it costs what it does.
-	if g.state.Load() != st {
+	if g.state.Load() != st && !mutant.On(mutant.NoRecheck) {
 		return 0, false
 	}
 	// Layout.compose, with the time field's shift computed once by New and

@@ -225,6 +225,7 @@ func (g *Generator) Close() error {
 			_ = g.leased.l.Release(g.issuedUntil()) // Release below returns its result again
 		}
 		g.shut()
+		mutant.Yield(mutant.SiteCAS) // between the closed state's store and the scan of what was issued
 		if g.leased != nil {
 			// The closed state is stored, so a call that claimed after
 			// this point drops its IDs when it re-checks the state; every
@@ -337,7 +338,8 @@ func (g *Generator) claim(a *attempt, want uint64) (claimRange, claimStatus) {
 	if cs != claimed {
 		return claimRange{tick: t}, cs
 	}
-	if g.state.Load() != st {
+	mutant.Yield(mutant.SiteClaim) // between the CAS and the state's re-check, where Close may come
+	if g.state.Load() != st && !mutant.On(mutant.NoRecheck) {
 		return claimRange{}, stale
 	}
 	if a.behind {

@@ -501,6 +501,7 @@ func (g *Generator) setLease(l machineid.Lease) {
 		if old != nil && old.kind == closed {
 			return
 		}
+		mutant.Yield(mutant.SiteCAS)
 		if g.state.CompareAndSwap(old, next) {
 			if old != nil && old.changed != nil {
 				close(old.changed) // only the CAS that replaced old gets here

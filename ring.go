@@ -128,6 +128,7 @@ func (r *ring) claim(tick int64, n uint64, b bounds, key uint64) (t int64, seq, 
 		case t > b.ceil:
 			return t, 0, 0, aboveCeil
 		}
+		mutant.Yield(mutant.SiteClaim)
 		var ok bool
 		if old < fresh {
 			ok = r.startTick(slot, old, first, got)

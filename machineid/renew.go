@@ -221,6 +221,7 @@ func (h *Holder) call(ctx context.Context, s *session, timeout time.Duration, do
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
+	mutant.Yield(mutant.SiteStore)
 	err := fn(ctx)
 	if err != nil && s.ctx.Err() != nil {
 		return fmt.Errorf("%w (%s cut short)", ErrReleased, doing)
@@ -254,6 +255,7 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off Cl
 	case mutant.On(mutant.WallExpiry):
 		deadline = time.Now().Add(g.Until.Add(-h.cfg.margin).Sub(h.now()))
 	}
+	mutant.Yield(mutant.SiteLock)
 	h.mu.Lock()
 	if h.sess != s {
 		h.mu.Unlock()
@@ -427,8 +429,11 @@ func (h *Holder) refresh(s *session) error {
 // The caller holds h.turn.
 func (h *Holder) obtain(ctx context.Context, s *session, timeout time.Duration) error {
 	h.mu.Lock()
-	owned := s.owned
+	owned, loss := s.owned, h.loss
 	h.mu.Unlock()
+	if loss != nil && mutant.On(mutant.NoRetake) {
+		return loss
+	}
 	if owned {
 		err := h.renew(ctx, s)
 		if !errors.Is(err, ErrLeaseLost) {

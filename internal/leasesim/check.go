@@ -23,6 +23,7 @@ const (
 	invBound     = "bound"         // a call waited past its bound
 	invLive      = "released-live" // a generator's call saw its lease released: the lease went before the generator stopped
 	invTyped     = "typed"         // a call failed with an error that is not the package's
+	invLiveness  = "liveness"      // after the heal, a live process did not issue again within the bound
 )
 
 // slack is what a bound allows past itself, in virtual time, where timers
@@ -57,6 +58,11 @@ type checker struct {
 	byID    map[int64][]*holding // every holding of each machine ID, oldest first
 	incs    []*incarnation
 	failure *Failure
+
+	healAt    time.Time                 // when the world healed; zero before
+	need      int                       // how many processes must issue again after it
+	revivedBy map[*proc]bool            // the processes that have
+	lastLease map[*proc]machineid.Lease // the latest lease each process's Holder reported
 }
 
 // Failure is the first invariant a world broke: which, when in virtual
@@ -72,7 +78,8 @@ func (f *Failure) String() string {
 }
 
 func newChecker(w *world) *checker {
-	return &checker{w: w, ids: map[ringflake.ID]*incarnation{}, byID: map[int64][]*holding{}}
+	return &checker{w: w, ids: map[ringflake.ID]*incarnation{}, byID: map[int64][]*holding{},
+		revivedBy: map[*proc]bool{}, lastLease: map[*proc]machineid.Lease{}}
 }
 
 // failLocked records the first failure and stops the world. The caller
@@ -129,7 +136,10 @@ func (k *checker) grant(inc *incarnation, id int64, token string, after time.Tim
 		}
 	}
 	for _, o := range k.incs {
-		if o == inc || o.g == nil {
+		if o == inc || o.g == nil || k.w.p.kind.lock && o.cl.dead.Load() {
+			// A lock goes with its process: a dead one's generator may
+			// still report its lease held until its deadline, but issues
+			// nothing more.
 			continue
 		}
 		l := o.g.Lease()
@@ -258,6 +268,9 @@ func (k *checker) place(inc *incarnation, id ringflake.ID) {
 // leaseSeen checks a lease a Holder reported against the one it reported
 // before: within one holding, the confirmed mark never goes back.
 func (k *checker) leaseSeen(p *proc, prev, l machineid.Lease) {
+	k.mu.Lock()
+	k.lastLease[p] = l
+	k.mu.Unlock()
 	if prev.Held && l.Held && prev.ID == l.ID && prev.After.Equal(l.After) && l.Until.Before(prev.Until) {
 		k.fail(invMarkBack, "%s's Holder reported machine ID %d's mark back from %s to %s", p.name(), l.ID, k.w.at(prev.Until), k.w.at(l.Until))
 	}

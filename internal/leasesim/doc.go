@@ -5,19 +5,54 @@
 // (testing/synctest), so that a failing seed replays.
 //
 // A world has a store of one kind (Redis without persistence, etcd,
-// PostgreSQL, Kubernetes Leases: what a restart forgets, who judges
-// expiry, whether reads may be stale) and a few hosts. On each, processes
+// PostgreSQL, Kubernetes Leases, the file store: what a restart forgets,
+// who judges expiry, whether reads may be stale) and a few hosts (for the
+// file store, processes on one host, sharing its clock, whose locks go
+// with them, and whose restart is a power loss that kills them all and
+// loses the writes not synced: a release's lower mark). On each, processes
 // come and go: a Holder, generators made with New one after another, each
-// issuing for a while and then closed, or crashed. The faults:
+// issuing for a while and then closed, or crashed. The faults, on every
+// kind of store alike:
 //
-//   - clocks: offsets, steps back shorter and longer than the ring, steps
-//     forward; pauses longer than the TTL, in a clock reading;
+//   - clocks: offsets past the clock bound (a newcomer is refused; a
+//     holder's clock may go anywhere once it holds), steps back shorter and
+//     longer than the ring, longer than the TTL and than the restart window
+//     Redis's floor once had, steps forward, also past the bound; pauses
+//     longer than the TTL, in a clock reading;
 //   - the store's clock at a rate that differs from the holders' within the
 //     safety margin;
 //   - store calls: delays, a loss before the store acts or of its answer
 //     after (an unknown outcome), calls stuck past their context;
-//   - store restarts, which forget what that kind of store forgets, and
-//     stale reads where the kind allows them; partitions.
+//   - store restarts, which forget what that kind of store forgets (Redis:
+//     everything, or everything since its latest snapshot, as with RDB
+//     persistence), and stale reads where the kind allows them; partitions; a host that goes
+//     down with the store and comes back about the window later; clocks
+//     that step back to about a restart's time, just after a New;
+//   - ranges with IDs to spare, where an ID a restart forgot may lie
+//     untaken for long;
+//   - the schedule: in a build with the tag ringflake_mutant (as
+//     scripts/leasesim builds it), the engine yields the processor, at a
+//     rate each seed draws, before the CAS of a ring slot, of the
+//     generator's state and between Close's closed state and its scan of
+//     what was issued, before the Holder records a lease, and before a
+//     store call; before a store call it may also wait up to 200µs of
+//     virtual time, and within a claim 100µs, as a preemption would
+//     (internal/mutant's Yield, an empty function in every other build).
+//
+// Redis's restart floor is modelled as machineid_redis keeps it: every take
+// for as long as the instance runs inherits at least the instance's start
+// on the server's clock plus TTL + slack (the clock bound, or the margin
+// with the check off), and marks are capped at TTL + bound past the
+// server's time.
+//
+// The worlds stay inside what the docs promise, and only there: Redis with
+// the clock check off keeps every clock at most the margin ahead
+// (docs/machineid_redis.md: the floor "then covers a lost mark only if its
+// holder's clock was at most the margin ahead"); no store's own clock steps
+// back across a restart ("assumes that the clock after a restart is not
+// behind the clock before it"); no Redis failover loses writes
+// ("Replication is asynchronous ...: another process can take the same ID
+// at once"). Everywhere else the invariants hold whatever the clocks do.
 //
 // A checker fed by the issuers and by the store as it writes holds the world
 // to its invariants at every step (check.go): unique IDs; on one machine ID,
@@ -27,6 +62,22 @@
 // back; the store never grants an ID that another generator still reports
 // held; no call waits past its bound; an open generator never sees its
 // lease released; calls fail with the package's errors only.
+//
+// Liveness: at the world's duration (20 s) it heals. Every fault stops,
+// every clock is set right, and the processes stop coming and going; from
+// then on, within
+//
+//	6·TTL + max(A, S + 2 s) + 2 s
+//
+// every live process issues again (or, if the range has fewer IDs than
+// there are processes, as many as it has IDs), where A is how far ahead of
+// the true time the furthest clock read before the heal and S, on Redis,
+// the mark slack of its restart floor (0 elsewhere). The terms: calls in
+// flight and pauses end, and leases left by crashed processes run out in
+// the store (at its slowest rate), within 6·TTL; the mark an ID inherits,
+// set by a clock A ahead, or Redis's floor, is passed within max(A, S +
+// 2 s) plus a TTL counted above; New's retries, an issuer's gap and a tick
+// within 2 s (heal.go's liveBound). The world ends as soon as they have.
 //
 // scripts/leasesim runs it; Mutants are broken engines it must catch.
 package leasesim
@@ -57,6 +108,9 @@ type Result struct {
 // of its own, after Switch.
 func Run(seed uint64, name string, verbose bool) Result {
 	w := newWorld(seed, name, verbose)
+	if mutant.SetYield(w.perturb) {
+		defer mutant.SetYield(nil)
+	}
 	f := w.run()
 	w.chk.mu.Lock()
 	n, print := len(w.chk.ids), w.chk.print

@@ -14,9 +14,10 @@ import (
 type kind struct {
 	name string
 	// forgets: a restart loses every lease and mark (Redis without
-	// persistence), and takes in the window after it inherit the restart
-	// floor; marks are capped at the TTL plus the clock bound past the
-	// server's time, which the floor covers; as machineid_redis does both.
+	// persistence), and every take after it, for as long as the instance
+	// runs, inherits at least the restart floor; marks are capped at the
+	// TTL plus the clock bound past the server's time, which the floor
+	// covers; as machineid_redis does both.
 	forgets bool
 	// observed: expiry is judged by the contender, on its own monotonic
 	// clock, from when it first saw a record unchanged (Kubernetes Leases,
@@ -30,6 +31,13 @@ type kind struct {
 	// extends: a restart gives every live lease a whole TTL again (etcd's
 	// leases under a new leader).
 	extends bool
+	// lock: the lease is a lock the kernel drops with its process
+	// (machineid_file): held while the process lives, free the moment it
+	// dies. The processes share one host, and so one clock, with no
+	// reference to check it against; a restart is a power loss, which
+	// kills every process and loses the writes not yet synced (a
+	// release's lower mark: takes and renewals sync theirs).
+	lock bool
 }
 
 var kinds = []kind{
@@ -37,6 +45,7 @@ var kinds = []kind{
 	{name: "etcd", stale: true, extends: true},
 	{name: "postgres"},
 	{name: "k8s", observed: true, stale: true},
+	{name: "file", lock: true},
 }
 
 // params are a world's settings, all drawn from its seed.
@@ -56,14 +65,17 @@ type params struct {
 	optOff   time.Duration // WithMaxClockOffset's argument
 	bound    time.Duration // the clock bound it means, -1 for none
 	rate     float64       // the store's clock (or a k8s observer's) against the holders' monotonic clocks
-	offsets  time.Duration // the largest clock offset, either way
-	steps    bool          // clocks step back and forth
+	offsets  time.Duration // the largest usual clock offset, either way
+	ahead    time.Duration // no clock reads further ahead of the true time than this
+	steps    bool          // clocks step back (by up to more than the TTL and the restart window) and forth
 	pauses   bool          // processes pause
 	restarts time.Duration // mean time between store restarts; 0 for none
 	cuts     bool          // hosts are cut off from the store now and then
 	slow     float64       // chance that a store call is slow
 	lossy    float64       // chance of each loss of a call
 	stuck    float64       // chance that a call ignores its context
+	yield    float64       // chance that the engine yields the processor at a site of mutant.Yield
+	nap      float64       // chance that it waits a little before a store call
 	duration time.Duration
 }
 
@@ -92,6 +104,11 @@ func draw(seed uint64) params {
 	p.procs = 2 + r.IntN(3)
 	p.lo = int64(r.IntN(3))
 	p.hi = p.lo + int64(r.IntN(3))
+	if r.IntN(3) == 0 {
+		// A range with room to spare: an ID its holder left, whose marks
+		// a restart forgot, may then lie untaken for a long while.
+		p.hi = min(p.lo+int64(p.procs+r.IntN(2)), 7)
+	}
 	p.ring = []int{4, 8, 16, 32}[r.IntN(4)]
 	p.maxWait = []time.Duration{0, 20 * time.Millisecond, 300 * time.Millisecond, -1}[r.IntN(4)]
 	switch {
@@ -118,16 +135,21 @@ func draw(seed uint64) params {
 	default:
 		p.bound = -1
 	}
-	if p.kind.forgets {
-		// The restart floor covers holders whose clocks are within the
-		// bound of the server's (the margin, with the check off): offsets
-		// and steps stay within it.
-		p.offsets = p.bound
-		if p.bound < 0 {
-			p.offsets = p.margin
-		}
-	} else {
-		p.offsets = []time.Duration{0, 300 * time.Millisecond, 2 * time.Second}[r.IntN(3)]
+	// Clocks range past the bound on every kind of store: a newcomer past
+	// it is refused when it takes, but a holder's clock may drift or step
+	// anywhere once it holds, and the invariants are checked all the same.
+	p.offsets = []time.Duration{0, 300 * time.Millisecond, 2 * time.Second, 8 * time.Second}[r.IntN(4)]
+	p.ahead = max(p.offsets, p.bound) + p.ttl + 6*time.Second // steps forward go past the offsets and the bound
+	if p.kind.forgets && p.bound < 0 {
+		// The one world outside the promise: Redis with the check off caps
+		// no mark, so a mark lost in a restart is covered by its floor only
+		// if its holder's clock was at most the margin ahead.
+		// docs/machineid_redis.md, "A fresh or restarted Redis": "With the
+		// check off (a negative bound) the marks are not capped, and the
+		// floor is TTL + safety margin ...: it then covers a lost mark only
+		// if its holder's clock was at most the margin ahead of Redis's".
+		// Clocks there may be any way behind, but at most the margin ahead.
+		p.ahead = p.margin
 	}
 	p.steps = r.IntN(4) != 0
 	p.pauses = r.IntN(3) == 0
@@ -138,6 +160,10 @@ func draw(seed uint64) params {
 	p.slow = []float64{0.01, 0.05, 0.2}[r.IntN(3)]
 	p.lossy = []float64{0, 0.02, 0.08}[r.IntN(3)]
 	p.stuck = []float64{0, 0.01, 0.05}[r.IntN(3)]
+	// The schedule, perturbed at the engine's CAS, lock and store-call
+	// sites (mutant.Yield, in a build with the tag ringflake_mutant).
+	p.yield = []float64{0, 0.02, 0.1, 0.4}[r.IntN(4)]
+	p.nap = []float64{0, 0.05, 0.3}[r.IntN(3)]
 	p.layout = ringflake.Layout{TimeBits: 56, MachineBits: 3, SequenceBits: 4, Tick: tick}
 	return p
 }
@@ -151,6 +177,6 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 func (p params) String() string {
-	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f",
-		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck)
+	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v ahead<=%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f yield=%.2f nap=%.2f",
+		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.ahead, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck, p.yield, p.nap)
 }

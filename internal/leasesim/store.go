@@ -22,12 +22,14 @@ type server struct {
 
 	calls sync.WaitGroup // the calls in flight
 
-	mu        sync.Mutex // protects the fields below
-	recs      []record   // by machine ID
-	hist      [][]record // by machine ID, the latest versions, for stale reads
-	version   int64      // the latest version written
-	epoch     int        // restarts that forgot everything so far
-	restarted time.Duration
+	mu        sync.Mutex    // protects the fields below
+	recs      []record      // by machine ID
+	hist      [][]record    // by machine ID, the latest versions, for stale reads
+	version   int64         // the latest version written
+	epoch     int           // restarts that forgot something so far
+	snap      []record      // the latest snapshot, for a restart that rolls back to it; nil for none
+	snapAt    time.Time     // when it was taken, in virtual time
+	restarted time.Duration // when the instance started, on the store's wall clock, since the world's base
 	down      bool
 }
 
@@ -40,6 +42,8 @@ type record struct {
 	version int64
 	at      time.Time // when it was written, in virtual time
 	hold    *holding  // the checker's view of token's holding; nil when free
+	owner   *client   // kind.lock: the process whose lock holds it
+	synced  time.Time // kind.lock: the mark as last synced to the disk
 }
 
 // histDepth is how many versions of a record a stale read can go back.
@@ -54,9 +58,8 @@ var (
 
 func newServer(w *world) *server {
 	s := &server{w: w, k: w.p.kind, recs: make([]record, 8), hist: make([][]record, 8)}
-	// A fresh Redis has just started: its restart floor applies for the
-	// first TTL + the clock bound.
-	s.restarted = s.clock()
+	// A fresh Redis has just started: its restart floor applies.
+	s.restarted = 0
 	return s
 }
 
@@ -69,6 +72,9 @@ func (s *server) clock() time.Duration {
 // alive reports whether r is a lease the store still counts as held. An
 // observed kind's store judges nothing: a contender does (client.free).
 func (s *server) alive(r *record) bool {
+	if s.k.lock {
+		return r.token != "" && r.owner != nil && !r.owner.dead.Load()
+	}
 	return r.token != "" && (s.k.observed || s.clock() < r.expires)
 }
 
@@ -116,8 +122,26 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 		return machineid.Grant{}, errDown
 	}
 	for id := c.Lo; id <= c.Hi; id++ {
+		// The token's own lease, the trace of a take whose answer was
+		// lost, keeps the after recorded with it, as machineid_redis's
+		// mine does, without the restart floor. After a rollback to a
+		// snapshot that is safe too: a token's lease comes back alive only
+		// if its expiry in the snapshot is still ahead, and no one else
+		// could take the ID before the token's lease ran out, which is
+		// later still; the token is its own session's, whose generator's
+		// ring keeps its own ticks apart.
 		if r := &s.recs[id]; r.token == c.Token && s.alive(r) {
 			return s.grant(cl, c, id, r.after, false), nil
+		}
+	}
+	if s.k.lock {
+		// The process's own lock of an earlier session, which its Release
+		// did not reach, is freed first, as machineid_file's Take does.
+		for id := c.Lo; id <= c.Hi; id++ {
+			if r := s.recs[id]; r.owner == cl && r.token != c.Token && r.token != "" {
+				r.token, r.hold, r.after, r.owner = "", nil, time.Time{}, nil
+				s.write(id, r)
+			}
 		}
 	}
 	floor := s.floor(c)
@@ -165,11 +189,13 @@ func (s *server) pick(cl *client, c machineid.Claim, v []record, now, floor time
 // inherits after.
 func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time, fresh bool) machineid.Grant {
 	r := s.recs[id]
+	r.after = after
 	if fresh {
-		r.token, r.after = c.Token, after
+		r.token, r.owner = c.Token, cl
 		r.hold = s.w.chk.grant(cl.incOf(c.Token), id, c.Token, after, s.epoch)
 	}
 	r.mark = later(r.mark, s.capped(c.Until, c))
+	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch)
@@ -195,9 +221,10 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 		}
 		// The mutant: the renewal does not check its token, and takes
 		// the lease back from whoever holds it.
-		r.token, r.hold = c.Token, s.w.chk.holdingOf(c.Token, id)
+		r.token, r.hold, r.owner = c.Token, s.w.chk.holdingOf(c.Token, id), cl
 	}
 	r.mark = later(r.mark, s.capped(c.Until, c))
+	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch)
@@ -232,14 +259,14 @@ func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Ti
 			switch low := later(issued, r.after); {
 			case low.Before(mark):
 				mark = low
-			case issued.After(mark):
+			case issued.After(mark) && !s.k.lock: // machineid_file only lowers
 				mark = later(mark, s.capped(issued, c))
 			}
 		}
 		s.w.chk.released(r.hold, mark, !issued.IsZero() && id >= 0)
 		s.w.log.add(cl.p.name(), "store: frees machine ID %d of token %s: mark %s (was %s)", rid, short(c.Token), s.w.at(mark), s.w.at(r.mark))
-		r.token, r.hold, r.after, r.mark = "", nil, time.Time{}, mark
-		s.write(rid, r)
+		r.token, r.hold, r.after, r.mark, r.owner = "", nil, time.Time{}, mark, nil
+		s.write(rid, r) // not synced: a power loss brings back r.synced
 	}
 	return nil
 }
@@ -257,16 +284,21 @@ func (s *server) reading() machineid.Reading {
 	return machineid.Reading{Source: "the store's clock", Time: s.wall()}
 }
 
-// window is how long after a restart a store that forgets gives every ID
-// its restart floor, as machineid_redis does: the floor is the TTL plus the
-// slack past the restart, and a newcomer's clock may read the slack behind
-// the server's, so it lasts the slack longer than that. The mutant
-// short-floor ends it a slack sooner, as machineid_redis once did.
-func (s *server) window(c machineid.Claim) time.Duration {
-	if s.w.mutantOn(shortFloorName) {
-		return c.TTL + markSlack(c)
+// window is how long after a restart the mutants window-floor and
+// short-floor give every ID the restart floor: TTL + 2·slack, as
+// machineid_redis did until the swarmed worlds found a newcomer that took
+// after it and then stepped its clock back below a lost mark; TTL + slack,
+// as it did before the bound's edges found that a newcomer a slack behind
+// the server issued below it. Without them there is no window: the floor
+// holds for as long as the instance runs (see floor).
+func (s *server) window(c machineid.Claim) (time.Duration, bool) {
+	switch {
+	case s.w.mutantOn(windowFloorName):
+		return c.TTL + 2*markSlack(c), true
+	case s.w.mutantOn(shortFloorName):
+		return c.TTL + markSlack(c), true
 	}
-	return c.TTL + 2*markSlack(c)
+	return 0, false
 }
 
 // markSlack is how far past the server's time, beyond the TTL, a mark may be
@@ -284,7 +316,7 @@ func markSlack(c machineid.Claim) time.Duration {
 // marks so that its restart floor covers them; the zero Time (a take that
 // raises no mark) stays zero.
 func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
-	if !s.k.forgets || c.MaxOffset < 0 || until.IsZero() {
+	if !s.k.forgets || c.MaxOffset < 0 || until.IsZero() || s.w.mutantOn(uncappedName) {
 		return until
 	}
 	if top := s.wall().Add(c.TTL + c.MaxOffset); until.After(top) {
@@ -294,26 +326,33 @@ func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
 }
 
 // floor returns, for a store that forgets, the mark every ID is taken to
-// have in the window after a restart, as machineid_redis reads it: the
-// server's time less its uptime plus the TTL and the mark slack. Redis's
-// uptime_in_seconds is the difference of two whole seconds of its clock,
-// which may read a second high, and the script takes a second off. Zero
-// when none applies.
+// have, as machineid_redis reads it: the instance's start on the server's
+// clock (its time less its uptime) plus the TTL and the mark slack, for as
+// long as the instance runs. Every mark the instance may have lost was set
+// before its start, capped at TTL + slack past the server's time then, so
+// every tick a holder of the old instance issued is at or below the floor,
+// whatever the clock of a later holder says when it takes or after: a
+// newcomer's ticks must pass the floor too. Redis's uptime_in_seconds is
+// the difference of two whole seconds of its clock, which may read a
+// second high, and the script takes a second off (the floor may come out
+// up to two seconds late: a longer wait, never a lower floor). Zero when
+// none applies.
 func (s *server) floor(c machineid.Claim) time.Time {
 	if !s.k.forgets {
 		return time.Time{}
 	}
-	up := max(s.clock()/time.Second-s.restarted/time.Second-1, 0) * time.Second
-	if up >= s.window(c) {
+	now := s.wall()
+	up := max(now.Sub(s.w.base)/time.Second-s.restarted/time.Second-1, 0) * time.Second
+	if w, ok := s.window(c); ok && up >= w {
 		return time.Time{}
 	}
-	return s.wall().Add(-up + c.TTL + markSlack(c))
+	return now.Add(-up + c.TTL + markSlack(c))
 }
 
 // restart takes the store down for d and brings it back: having forgotten
 // everything, for a kind that forgets; with every live lease renewed for a
 // TTL, for a kind that extends them; as it was, otherwise.
-func (s *server) restart(d time.Duration) {
+func (s *server) restart(d time.Duration, rollback bool) {
 	s.mu.Lock()
 	s.down = true
 	s.mu.Unlock()
@@ -322,11 +361,35 @@ func (s *server) restart(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case s.k.lock:
+		// A power loss: the restarts goroutine has killed every process,
+		// whose locks the kernel dropped; what was not synced is lost.
+		for id := range s.recs {
+			r := s.recs[id]
+			r.token, r.hold, r.after, r.owner, r.mark = "", nil, time.Time{}, nil, r.synced
+			s.write(int64(id), r)
+		}
+		s.w.log.add("store", "the host is back from a power loss; every mark is as last synced")
+	case s.k.forgets && rollback && s.snap != nil:
+		// Redis's default persistence: the RDB snapshot comes back, with
+		// every lease and mark in it; a lease's expiry is an absolute
+		// time, so one that ran out since is gone.
+		s.epoch++
+		s.recs = append([]record(nil), s.snap...)
+		s.hist = make([][]record, len(s.hist))
+		for id := range s.recs {
+			if r := &s.recs[id]; r.token != "" && !s.alive(r) {
+				*r = record{mark: r.mark}
+			}
+		}
+		s.restarted = s.wall().Sub(s.w.base)
+		s.w.log.add("store", "is back, rolled back to its snapshot of %.6fs", s.snapAt.Sub(s.w.start).Seconds())
 	case s.k.forgets:
 		s.epoch++
 		s.recs = make([]record, len(s.recs))
 		s.hist = make([][]record, len(s.hist))
-		s.restarted = s.clock()
+		s.snap = nil // an instance that starts empty saves its own
+		s.restarted = s.wall().Sub(s.w.base)
 		s.w.log.add("store", "is back, having forgotten every lease and mark")
 	case s.k.extends:
 		for id := range s.recs {
@@ -340,6 +403,17 @@ func (s *server) restart(d time.Duration) {
 		s.w.log.add("store", "is back")
 	}
 	s.down = false
+}
+
+// snapshot saves the store's records, as Redis's RDB save does, for a
+// restart that rolls back to them.
+func (s *server) snapshot() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return
+	}
+	s.snap, s.snapAt = append([]record(nil), s.recs...), time.Now()
 }
 
 // later returns the later of a and b.

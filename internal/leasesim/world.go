@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/holderseed"
+	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -36,26 +38,38 @@ type world struct {
 	srv *server
 	chk *checker
 
-	procs   []*proc
-	stop    chan struct{} // closed at the end, or at the first failure
-	halting sync.Once
-	wg      sync.WaitGroup // the world's own goroutines
+	procs  []*proc
+	stop   chan struct{} // closed at the end, or at the first failure
+	healed chan struct{} // closed at the heal (heal.go)
+	lively chan struct{} // closed once enough processes issued after the heal
+
+	healedFlag atomic.Bool // the world has healed
+	halting    sync.Once
+	wg         sync.WaitGroup // the world's own goroutines
 
 	mu      sync.Mutex // protects holders
 	holders []*machineid.Holder
+
+	aheadSeen atomic.Int64 // ns: the furthest any clock has read ahead of the true time
+
+	pmu  sync.Mutex // protects pert
+	pert *rand.Rand // the perturbation's draws, in the order the engine reaches its sites
 }
 
-// storeMutantName and shortFloorName are the mutants that live in the
-// simulated store, not the engine: see mutants.
+// The mutants that live in the simulated store, not the engine: see
+// Mutants.
 const (
 	storeMutantName = "renew-no-token"
 	shortFloorName  = "short-floor"
+	windowFloorName = "window-floor"
+	uncappedName    = "uncapped"
 )
 
 // newWorld makes the world of seed. It must be called inside the bubble it
 // runs in.
 func newWorld(seed uint64, mutant string, verbose bool) *world {
-	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{})}
+	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{}), pert: rand.New(rand.NewPCG(seed, 400)),
+		healed: make(chan struct{}), lively: make(chan struct{})}
 	w.start = time.Now()
 	w.base = w.start.Round(0)
 	w.p.layout.Epoch = w.base.Add(-time.Hour)
@@ -63,8 +77,11 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 	w.srv = newServer(w)
 	w.chk = newChecker(w)
 	for i := range w.p.procs {
-		p := &proc{w: w, n: i, r: rand.New(rand.NewPCG(seed, uint64(100+i)))}
+		p := &proc{w: w, n: i, r: rand.New(rand.NewPCG(seed, uint64(100+i))), down: make(chan time.Duration, 1)}
 		p.clk = &clock{epoch: w.p.layout.Epoch, p: p}
+		if w.p.kind.lock && i > 0 {
+			p.clk = w.procs[0].clk // one host, one clock
+		}
 		// A third of the clocks sit at either end of the offsets: the
 		// bound's edges are where a holder ahead and a newcomer behind
 		// meet (Redis's restart floor once ended a bound too soon there).
@@ -76,10 +93,46 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 		default:
 			p.base = between(p.r, -w.p.offsets, w.p.offsets)
 		}
+		p.base = min(p.base, w.p.ahead)
+		if w.p.kind.lock && i > 0 {
+			p.base = w.procs[0].base
+		}
 		p.clk.offset.Store(int64(p.base))
+		w.noteAhead(p.base)
 		w.procs = append(w.procs, p)
 	}
 	return w
+}
+
+// perturb is the world's perturbation of the engine's schedule, run at
+// each of its sites (mutant.Yield): it yields the processor now and then
+// and, before a store call, sometimes waits up to 200µs of virtual time,
+// and within a claim up to 100µs (a few claims of one NextN stay within
+// the 1 ms a call may take past its bound).
+// The draws come in the order the sites are reached, which one P and no
+// asynchronous preemption make the same in every run of the seed, so the
+// schedule it makes replays. It never waits at a site that may hold a lock
+// (see mutant.Site).
+func (w *world) perturb(site mutant.Site) {
+	if w.p.yield == 0 && w.p.nap == 0 {
+		return
+	}
+	w.pmu.Lock()
+	yield := w.pert.Float64() < w.p.yield
+	var nap time.Duration
+	switch {
+	case site == mutant.SiteStore && w.pert.Float64() < w.p.nap:
+		nap = between(w.pert, time.Microsecond, 200*time.Microsecond)
+	case site == mutant.SiteClaim && w.pert.Float64() < w.p.nap:
+		nap = between(w.pert, time.Microsecond, 100*time.Microsecond)
+	}
+	w.pmu.Unlock()
+	if nap > 0 {
+		time.Sleep(nap)
+	}
+	if yield {
+		runtime.Gosched()
+	}
 }
 
 // mutantOn reports whether the store's mutant name is switched on.
@@ -99,6 +152,8 @@ func (w *world) run() *Failure {
 	t := time.NewTimer(w.p.duration)
 	select {
 	case <-t.C:
+		w.heal()
+		w.awaitLive()
 	case <-w.stop:
 		t.Stop()
 	}
@@ -153,11 +208,103 @@ func (w *world) sleep(d time.Duration) bool {
 	}
 }
 
-// restarts restarts the store now and then.
+// restarts restarts the store now and then; after half the restarts, half
+// the hosts' clocks step back to about the restart's time a while later: a
+// newcomer that took after the restart, even after a window the restart
+// floor once had, then issues ticks of the time the restart forgot.
 func (w *world) restarts() {
 	r := rand.New(rand.NewPCG(w.seed, 300))
-	for w.sleep(time.Duration(r.ExpFloat64() * float64(w.p.restarts))) {
-		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond))
+	if w.p.kind.forgets {
+		w.goRun(w.snapshots)
+	}
+	for w.sleepFault(time.Duration(r.ExpFloat64()*float64(w.p.restarts))) && !w.isHealed() {
+		if w.p.kind.lock {
+			w.powerLoss(r)
+			continue
+		}
+		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0)
+		if !w.p.steps || r.IntN(2) == 0 {
+			continue
+		}
+		at := time.Now()
+		if r.IntN(2) == 0 {
+			// The host of one process goes down with the store, its
+			// process crashed, for about the restart window the floor
+			// once had; back, it takes an ID again, perhaps the one it
+			// held, which no one has taken since, and its clock steps
+			// back to the ticks it issued before.
+			p := w.procs[r.IntN(len(w.procs))]
+			window := w.p.ttl + 2*w.slack()
+			down := between(r, window-time.Second, window+3*time.Second)
+			select {
+			case p.down <- down:
+				p.armed.Store(&stepBack{from: at.Add(down), to: at.Add(-between(r, 0, w.p.ttl/2))})
+			default:
+			}
+			continue
+		}
+		for _, p := range w.procs {
+			if r.IntN(2) == 0 {
+				p.armed.Store(&stepBack{
+					from: at.Add(between(r, w.p.ttl/2, w.p.ttl+2*w.slack()+3*time.Second)),
+					to:   at.Add(-between(r, 0, w.p.ttl)),
+				})
+			}
+		}
+	}
+}
+
+// powerLoss is a restart of kind.lock's one host: every process dies at
+// once (its client reaches nothing more, and the kernel drops its locks),
+// the disk loses what was not synced, and the processes come back after
+// the host.
+func (w *world) powerLoss(r *rand.Rand) {
+	w.log.add("world", "power loss: every process on the host dies")
+	for _, p := range w.procs {
+		if c := p.curCl.Load(); c != nil {
+			c.dead.Store(true)
+		}
+	}
+	down := between(r, 10*time.Millisecond, 300*time.Millisecond)
+	for _, p := range w.procs {
+		select {
+		case p.down <- down:
+		default:
+		}
+	}
+	w.srv.restart(down, false)
+}
+
+// snapshots saves the store's records now and then, for restarts that
+// roll back to them (Redis's RDB snapshots).
+func (w *world) snapshots() {
+	r := rand.New(rand.NewPCG(w.seed, 500))
+	for w.sleepFault(between(r, 200*time.Millisecond, 3*time.Second)) && !w.isHealed() {
+		w.srv.snapshot()
+	}
+}
+
+// stepBack is a step of a host's clock back to about a restart's time,
+// armed by the restart: the host's first generator made from time from on
+// sees its clock step back to read to, just after New returns and before
+// it issues, as a newcomer's that took with its clock right and then had
+// it set from a bad source. (A generator that has issued for a while
+// continues the later ticks in its ring after a step back; a new one's
+// ring is empty, and starts the past ticks fresh.)
+type stepBack struct{ from, to time.Time }
+
+// sleepFault sleeps d, or until the world heals or stops; it reports
+// whether faults go on.
+func (w *world) sleepFault(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.healed:
+		return false
+	case <-w.stop:
+		return false
 	}
 }
 
@@ -206,6 +353,10 @@ type proc struct {
 	base time.Duration // the clock's usual offset
 	cut  atomic.Int64  // the host is cut off from the store until this virtual Unix ns
 
+	armed atomic.Pointer[stepBack] // a step back after a restart, for the next generator; nil for none
+	down  chan time.Duration       // a restart takes the host down with it, for this long; buffered
+	curCl atomic.Pointer[client]   // p.cl, for the power loss of kind.lock
+
 	holder *machineid.Holder // the process's Holder, nil before the first or after a crash
 	cl     *client           // its client
 	incs   int
@@ -218,6 +369,7 @@ func (p *proc) name() string { return fmt.Sprintf("p%d", p.n) }
 type incarnation struct {
 	p       *proc
 	n       int
+	cl      *client              // the client of its process's Holder
 	g       *ringflake.Generator // nil until New returns; written under checker.mu
 	closing atomic.Bool          // Close has begun
 	quit    chan struct{}        // closed to stop the issuers
@@ -234,11 +386,17 @@ func (p *proc) run() {
 		return
 	}
 	for !w.stopping() {
+		select {
+		case d := <-p.down:
+			p.hostDown(d)
+			continue
+		default:
+		}
 		if p.holder == nil || p.r.IntN(2) == 0 {
 			p.newHolder()
 		}
 		p.incs++
-		inc := &incarnation{p: p, n: p.incs, quit: make(chan struct{})}
+		inc := &incarnation{p: p, n: p.incs, cl: p.cl, quit: make(chan struct{})}
 		w.chk.add(inc)
 		p.cl.setCurrent(inc)
 		if !p.start(inc) {
@@ -253,20 +411,56 @@ func (p *proc) run() {
 			inc.issuers.Add(1)
 			go inc.issue(r)
 		}
-		live := w.sleep(between(p.r, 300*time.Millisecond, 6*time.Second))
-		if live && p.r.IntN(7) == 0 {
+		live, down := p.live(between(p.r, 300*time.Millisecond, 6*time.Second))
+		switch {
+		case down > 0:
 			p.crash(inc)
-		} else {
+			p.hostDown(down)
+			continue
+		case live && p.r.IntN(7) == 0:
+			p.crash(inc)
+		default:
 			p.close(inc)
 		}
 		w.sleep(between(p.r, 0, time.Second))
 	}
 }
 
+// live waits d while the process runs, and reports whether the world goes
+// on and, if the host went down meanwhile, for how long.
+func (p *proc) live(d time.Duration) (bool, time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, 0
+	case <-p.w.stop:
+		return false, 0
+	case down := <-p.down:
+		return true, down
+	case <-p.w.healed:
+		<-p.w.stop // no more comings and goings: it lives to the end
+		return false, 0
+	}
+}
+
+// hostDown keeps the host down for d, after its process crashed.
+func (p *proc) hostDown(d time.Duration) {
+	p.holder = nil
+	p.w.log.add(p.name(), "the host is down for %v", d)
+	p.w.sleepFault(d)
+}
+
 // newHolder starts a new process on the host: a new client and Holder.
 func (p *proc) newHolder() {
 	w := p.w
+	if w.p.kind.lock && p.cl != nil {
+		// The process before exited, and the kernel dropped its locks,
+		// those of a Release that failed among them.
+		p.cl.dead.Store(true)
+	}
 	p.cl = newClient(p)
+	p.curCl.Store(p.cl)
 	opts := []machineid.Option{
 		machineid.WithRange(w.p.lo, w.p.hi), machineid.WithTTL(w.p.ttl),
 		machineid.WithSafetyMargin(w.p.optMarg), machineid.WithCallTimeout(w.p.optCall),
@@ -274,7 +468,7 @@ func (p *proc) newHolder() {
 	}
 	// Every kind's store reads its own clock to the Holder but etcd, whose
 	// real store estimates the fleet's from the holders' records.
-	lim := machineid.Limits{Name: "leasesim", Clock: w.p.kind.name != "etcd"}
+	lim := machineid.Limits{Name: "leasesim", Clock: w.p.kind.name != "etcd" && !w.p.kind.lock}
 	h, err := machineid.NewHolder[struct{}](p.cl, nil, lim, opts...)
 	if err != nil {
 		panic(err) // the parameters are the simulation's own
@@ -300,6 +494,9 @@ func (p *proc) newHolder() {
 func (p *proc) start(inc *incarnation) bool {
 	w := p.w
 	limit := between(p.r, 200*time.Millisecond, 4*time.Second)
+	if w.isHealed() {
+		limit = time.Minute // no deadline short of the world's end
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	began := time.Now()
@@ -315,6 +512,9 @@ func (p *proc) start(inc *incarnation) bool {
 	inc.g = g
 	w.chk.mu.Unlock()
 	w.log.add(p.name(), "New of %s: machine ID %d", inc, g.Lease().ID)
+	if sb := p.armed.Load(); sb != nil && !time.Now().Before(sb.from) && p.armed.CompareAndSwap(sb, nil) {
+		p.setOffset(sb.to.Sub(time.Now()))
+	}
 	return true
 }
 
@@ -390,6 +590,9 @@ func (inc *incarnation) issue(r *rand.Rand) {
 			w.chk.bound(inc, fmt.Sprintf("NextN(%d)", want), took, w.p.wait)
 		}
 		w.chk.issued(inc, buf[:n])
+		if n > 0 {
+			w.chk.revived(p, began)
+		}
 		if w.log.verbose {
 			w.log.add(p.name(), "%s: %d of %d IDs since %.6fs%s, err=%v", inc, n, want, began.Sub(w.start).Seconds(), w.ticks(buf[:n]), err)
 		}
@@ -427,31 +630,64 @@ func (p *proc) drive() {
 	if len(faults) == 0 {
 		return
 	}
-	for w.sleep(between(r, 300*time.Millisecond, 3*time.Second)) {
+	for w.sleepFault(between(r, 300*time.Millisecond, 3*time.Second)) && !w.isHealed() {
 		faults[r.IntN(len(faults))]()
 	}
 }
 
-// step steps the clock: back by less or more than the ring's span, forth,
-// or back to its usual offset. On a store that forgets, the clock stays
-// within the clock bound of the true time, which the restart floor needs.
+// step steps the clock: back by less or more than the ring's span, back by
+// more than the TTL and the restart window (a clock set from a bad source,
+// a VM restored from a snapshot), forth, to past the clock bound ahead, or
+// back to its usual offset.
 func (p *proc) step(r *rand.Rand) {
 	w := p.w
 	old := time.Duration(p.clk.offset.Load())
 	next := old
 	span := time.Duration(w.p.ring) * tick
-	switch x := r.IntN(8); {
-	case w.p.kind.forgets:
-		next = between(r, -w.p.offsets, w.p.offsets)
+	switch x := r.IntN(10); {
 	case x < 3 && old != p.base:
 		next = p.base
 	case x < 5:
 		next = old - between(r, quantum, span)
-	case x < 7:
+	case x < 6:
 		next = old - between(r, span, 2*time.Second)
+	case x < 7:
+		next = old - between(r, w.p.ttl, w.p.ttl+2*w.slack()+3*time.Second)
+	case x < 8:
+		// Past the bound ahead: a holder is not refused for it once it
+		// holds, and Redis caps its marks.
+		next = max(w.p.bound, 0) + between(r, 0, w.p.ttl+6*time.Second)
 	default:
 		next = old + between(r, 100*time.Millisecond, 1500*time.Millisecond)
 	}
-	p.clk.offset.Store(int64(next))
-	w.log.add(p.name(), "clock steps by %v, to %v off", next-old, next)
+	p.setOffset(next)
+}
+
+// setOffset sets the clock to read next ahead of the true time (behind, if
+// negative), or as far ahead as the world allows.
+func (p *proc) setOffset(next time.Duration) {
+	next = min(next, p.w.p.ahead)
+	old := time.Duration(p.clk.offset.Swap(int64(next)))
+	p.w.noteAhead(next)
+	p.w.log.add(p.name(), "clock steps by %v, to %v off", next-old, next)
+}
+
+// slack is how far past the server's time, beyond the TTL, Redis lets a
+// mark be set, and its restart floor lies past the restart (the clock
+// bound, or the margin with the check off).
+func (w *world) slack() time.Duration {
+	if w.p.bound < 0 {
+		return w.p.margin
+	}
+	return w.p.bound
+}
+
+// noteAhead notes that a clock reads d ahead of the true time.
+func (w *world) noteAhead(d time.Duration) {
+	for {
+		old := w.aheadSeen.Load()
+		if int64(d) <= old || w.aheadSeen.CompareAndSwap(old, int64(d)) {
+			return
+		}
+	}
 }

@@ -13,3 +13,12 @@ func On(name string) bool { return false }
 // Set switches the mutant name on (none for ""), and reports whether this
 // build can: it cannot without the tag ringflake_mutant.
 func Set(name string) bool { return name == "" }
+
+// Yield marks a point where the simulation may perturb the schedule
+// (internal/leasesim): nothing in this build, where it is an empty
+// function that the compiler removes.
+func Yield(site Site) {}
+
+// SetYield sets the perturbation Yield runs, and reports whether this
+// build can: it cannot without the tag ringflake_mutant.
+func SetYield(f func(Site)) bool { return f == nil }

@@ -20,3 +20,26 @@ func Set(name string) bool {
 	active.Store(&name)
 	return true
 }
+
+// yielder is the simulation's perturbation of the schedule, nil for none;
+// written by SetYield while no world runs, read by Yield.
+var yielder atomic.Pointer[func(Site)]
+
+// Yield lets the simulation perturb the schedule at site: yield the
+// processor, or (at a site that holds no lock) wait a little.
+func Yield(site Site) {
+	if f := yielder.Load(); f != nil {
+		(*f)(site)
+	}
+}
+
+// SetYield sets the perturbation Yield runs, nil for none, and reports
+// that this build can.
+func SetYield(f func(Site)) bool {
+	if f == nil {
+		yielder.Store(nil)
+		return true
+	}
+	yielder.Store(&f)
+	return true
+}

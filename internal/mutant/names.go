@@ -30,4 +30,36 @@ const (
 	// step back longer than the ring, is started afresh instead of
 	// continued (ringflake, ring.go claim).
 	RingForgets = "ring-forgets"
+	// NoRetake: a Holder whose store said its lease was lost never takes
+	// one again until its next Release (machineid, renew.go obtain).
+	NoRetake = "no-retake"
+	// NoRecheck: a claim does not check, after its CAS, that the state it
+	// claimed under is still the generator's (ringflake, generator.go claim
+	// and fast.go fast).
+	NoRecheck = "no-recheck"
+)
+
+// Site is a point in the engine where the simulation may perturb the
+// schedule (Yield). A site that holds a lock may only be yielded at, not
+// waited at: a goroutine blocked on a mutex is not durably blocked, and
+// virtual time would not move on while it waited.
+type Site uint8
+
+const (
+	// SiteCAS: just before a CAS of the generator's state, and between
+	// Close's store of the closed state and its scan of what was issued
+	// (which sync.Once's lock holds).
+	SiteCAS Site = iota
+	// SiteClaim: in a claim, just before the CAS of a ring slot and between
+	// it and the state's re-check; no lock held, so a short wait is
+	// allowed, as a preemption there would take.
+	SiteClaim
+	// SiteLock: just before the Holder takes its mutex to record a
+	// lease; no lock held, but a yield here reorders the lease's writers.
+	SiteLock
+	// SiteStore: just before a Holder's call to its store; no lock held,
+	// so a short wait is allowed.
+	SiteStore
+	// Sites is the number of sites.
+	Sites
 )
