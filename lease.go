@@ -97,7 +97,7 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 		return g.giveUp(ctx, c, time.Time{}, err)
 	}
 	id, err := g.acquire(ctx, b, src, c)
-	stopNotice()
+	unwatched := stopNotice()
 	switch {
 	case errors.Is(err, errAbandoned):
 		owned = false // the release in the background drops it
@@ -110,7 +110,7 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 		return g.giveUp(ctx, c, time.Time{}, fmt.Errorf("getting the machine ID: %w", err))
 	}
 	g.state.Store(&machineState{machine: id, kind: pending, lease: machineid.Lease{ID: id}, changed: make(chan struct{})})
-	stop, err := g.watch(ctx, leaser, g.setLease)
+	stop, err := g.watch(ctx, leaser, g.setLease, unwatched)
 	if err != nil {
 		owned = false
 		g.shut()
@@ -131,9 +131,10 @@ func (g *Generator) attach(ctx context.Context, b bound, src machineid.Source, c
 // that New waits for an ID of a full range to free, when l reports it
 // (an Err wrapping machineid.ErrExhausted): to the logger of WithLogger at
 // once, or else to slog.Default if the wait lasts a second. It returns a
-// func that stops watching, without waiting; nothing is said after it. It
-// returns watch's error if l's Watch does not return within ctx.
-func (g *Generator) noticeIDWait(ctx context.Context, l machineid.Leaser) (stop func(), err error) {
+// func that stops watching, without waiting, and returns a channel closed
+// once the watch has stopped; nothing is said after it. It returns watch's
+// error if l's Watch does not return within ctx.
+func (g *Generator) noticeIDWait(ctx context.Context, l machineid.Leaser) (stop func() <-chan struct{}, err error) {
 	var (
 		mu     sync.Mutex // protects the fields below
 		told   bool
@@ -159,18 +160,23 @@ func (g *Generator) noticeIDWait(ctx context.Context, l machineid.Leaser) (stop 
 				g.notice(logIDWait, noticeAfter, attrs...)
 			}
 		})
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return func() {
-		go unwatch()
+	return func() <-chan struct{} {
+		unwatched := make(chan struct{})
+		go func() {
+			unwatch()
+			close(unwatched)
+		}()
 		mu.Lock()
 		defer mu.Unlock()
 		done = true
 		if notify != nil {
 			notify.Stop()
 		}
+		return unwatched
 	}, nil
 }
 
@@ -186,8 +192,12 @@ var errWatchExited = errors.New("ringflake: the Leaser's Watch exited its gorout
 // goroutine stops the watch once Watch returns, and fn may be told until
 // then: noticeIDWait's fn ignores it, and setLease ignores a report once
 // the generator is closed. A panic in Watch goes on to New's caller, as a
-// direct call's would.
-func (g *Generator) watch(ctx context.Context, l machineid.Leaser, fn func(machineid.Lease)) (stop func(), err error) {
+// direct call's would. When after is not nil, Watch is called only once it
+// is closed: New's two watches, the notice's and the generator's, follow
+// one another as they did when each ran on New's goroutine, so that a
+// Leaser that keeps one watcher at a time (the contract does not ask for
+// more) is not left with none by the first one's stop.
+func (g *Generator) watch(ctx context.Context, l machineid.Leaser, fn func(machineid.Lease), after <-chan struct{}) (stop func(), err error) {
 	type answer struct {
 		stop func()
 		p    any // Watch's panic, if it panicked
@@ -201,6 +211,9 @@ func (g *Generator) watch(ctx context.Context, l machineid.Leaser, fn func(machi
 			}
 			got <- a
 		}()
+		if after != nil {
+			<-after
+		}
 		a = answer{stop: l.Watch(fn)}
 	}()
 	a, ok := untilGrace(ctx, got, &g.graceEnd)

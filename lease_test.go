@@ -992,3 +992,34 @@ func TestNewEndsWithinOneGraceOfItsContext(t *testing.T) {
 		time.Sleep(2 * time.Second) // the release New left running ends
 	})
 }
+
+// oneWatchLeaser keeps one watcher at a time, as a Leaser may: the contract
+// does not ask for more. New's notice watch must have stopped before the
+// generator's starts, or the notice's stop, run late, would leave the
+// generator deaf to the lease.
+type oneWatchLeaser struct{ *fakeLeaser }
+
+func (o oneWatchLeaser) Watch(fn func(machineid.Lease)) func() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.watchers = map[int]func(machineid.Lease){0: fn}
+	fn(o.lease)
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.watchers = nil
+	}
+}
+
+func TestOneWatcherLeaserIsFollowed(t *testing.T) {
+	t.Parallel()
+	for i := range 20 {
+		l := oneWatchLeaser{newFakeLeaser(machineid.Lease{ID: 3, Held: true})}
+		g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l))
+		require.NoError(t, err)
+		l.set(machineid.Lease{ID: 3, Err: machineid.ErrLeaseLost})
+		_, err = g.NextID()
+		assert.ErrorIs(t, err, ringflake.ErrLeaseLost, "run %d: the generator heard the lease was lost", i)
+		g.Close()
+	}
+}
