@@ -513,7 +513,7 @@ func (p *proc) start(inc *incarnation) bool {
 	w.chk.mu.Unlock()
 	w.log.add(p.name(), "New of %s: machine ID %d", inc, g.Lease().ID)
 	if sb := p.armed.Load(); sb != nil && !time.Now().Before(sb.from) && p.armed.CompareAndSwap(sb, nil) {
-		p.setOffset(sb.to.Sub(time.Now()))
+		p.setOffset(time.Until(sb.to))
 	}
 	return true
 }
