@@ -88,10 +88,20 @@ type Reader struct {
 func (r Reader) Parse(s, format string) (ringflake.ID, error) {
 	s = strings.TrimSpace(s)
 	id, err := r.parse(s, format)
-	if err == nil && format == "auto" && isWord(s) && !r.plausible(r.Layout.Decompose(id).Time) {
+	if err == nil && format == "auto" && isWord(s) && !r.plausible(r.Layout.Decompose(id).Time) && r.onlyBase58(s) {
 		return 0, &WordError{Input: s, Reading: Reading{Form: "base58", ID: id}, layout: r.Layout, ask: r.Ask}
 	}
 	return id, err
+}
+
+// onlyBase58 reports whether Base58 is the one form that reads s: Base32,
+// read in either case, reads some words too ("iAAAAAAAAAAAA"), and such a
+// reading is no word's to refuse as Base58's.
+func (r Reader) onlyBase58(s string) bool {
+	_, err58 := r.parse(s, "base58")
+	_, err32 := r.parse(s, "base32")
+	_, err10 := r.parse(s, "decimal")
+	return err58 == nil && err32 != nil && err10 != nil
 }
 
 // parse is Parse on trimmed input, without the check of words.

@@ -3,6 +3,7 @@ package idtext
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,9 +160,10 @@ func TestParseNamedForm(t *testing.T) {
 // FuzzParse checks the promise for any input: auto answers an ID only when
 // one form reads the input as that ID and no form reads it as another,
 // and otherwise refuses; an ambiguous refusal lists exactly the forms that
-// read different IDs.
+// read different IDs; a word refusal comes only for letters that Base58
+// alone reads, and gives that reading.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"0123456789012", "383078035417174017", "0AM7QE674Q401", "taKjQTiGEC", "1", "0", "23456789", "", "-5", "0000000000000"} {
+	for _, s := range []string{"0123456789012", "383078035417174017", "0AM7QE674Q401", "taKjQTiGEC", "1", "0", "23456789", "", "-5", "0000000000000", "A", "iAAAAAAAAAAAA"} {
 		f.Add(s, false)
 	}
 	f.Fuzz(func(t *testing.T, s string, narrow bool) {
@@ -178,7 +180,12 @@ func FuzzParse(f *testing.F) {
 		}
 		id, err := r.Parse(s, "auto")
 		var amb *AmbiguousError
+		var word *WordError
 		switch {
+		case len(readings) == 1 && errors.As(err, &word):
+			if forms := readings[word.Reading.ID]; len(forms) != 1 || forms[0] != "base58" || word.Reading.Form != "base58" || !isWord(strings.TrimSpace(s)) {
+				t.Fatalf("Parse(%q) refused a word %v; the forms read %v", s, word.Reading, readings)
+			}
 		case len(readings) == 1 && err == nil:
 			if _, ok := readings[id]; !ok {
 				t.Fatalf("Parse(%q) = %d, which no form reads; readings %v", s, id, readings)
