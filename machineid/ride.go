@@ -3,6 +3,8 @@ package machineid
 import (
 	"errors"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/mutant"
 )
 
 // A holding rides out its store's restart. When a renewal finds the lease
@@ -55,7 +57,7 @@ func (h *Holder) rideLocked(err error) bool {
 		ride.Until = ceil
 	}
 	h.ride = ride
-	h.rideEnd.Reset(max(ride.Until.Sub(h.now()), time.Millisecond))
+	h.rideEnd.Reset(mutant.Delay(max(ride.Until.Sub(h.now()), time.Millisecond)))
 	return h.queueLocked(ride)
 }
 
@@ -66,7 +68,7 @@ func (h *Holder) endRide() {
 	changed := false
 	if h.ride.Held {
 		if left := h.ride.Until.Sub(h.now()); left > 0 {
-			h.rideEnd.Reset(max(left, time.Millisecond))
+			h.rideEnd.Reset(mutant.Delay(max(left, time.Millisecond)))
 		} else {
 			h.ride = Lease{}
 			changed = h.queueLocked(h.lease)

@@ -111,6 +111,9 @@ func Run(seed uint64, name string, verbose bool) Result {
 	if mutant.SetYield(w.perturb) {
 		defer mutant.SetYield(nil)
 	}
+	if mutant.SetDelay(w.delay) {
+		defer mutant.SetDelay(nil)
+	}
 	f := w.run()
 	w.chk.mu.Lock()
 	n, print := len(w.chk.ids), w.chk.print

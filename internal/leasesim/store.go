@@ -357,7 +357,7 @@ func (s *server) restart(d time.Duration, rollback bool) {
 	s.down = true
 	s.mu.Unlock()
 	s.w.log.add("store", "restarts, down for %v", d)
-	time.Sleep(d)
+	time.Sleep(s.w.delay(d))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
