@@ -264,6 +264,12 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off Cl
 	next := Lease{ID: g.ID, Held: true, After: h.lease.After, Until: g.Until, Clock: off}
 	if fresh {
 		next.After = g.After
+		var re *RestartError
+		if mutant.On(mutant.RideUnconfirmed) && errors.As(h.loss, &re) && g.ID == h.lease.ID && h.lease.After.Before(next.After) {
+			// The mutant: the ID taken again after a restart keeps the
+			// mark the old holding inherited, not the restart floor.
+			next.After = h.lease.After
+		}
 	} else {
 		if h.lease.Until.After(next.Until) {
 			next.Until = h.lease.Until

@@ -47,14 +47,25 @@ import (
 // the ride queued. The caller holds h.mu, before recording the loss.
 func (h *Holder) rideLocked(err error) bool {
 	var re *RestartError
-	if !errors.As(err, &re) || h.ride.Held || !h.lease.Held || h.read.IsZero() ||
-		!re.Start.After(h.read) || re.Floor <= 0 || time.Until(h.deadline) <= 0 {
+	if !errors.As(err, &re) || h.ride.Held || h.read.IsZero() || !re.Start.After(h.read) || re.Floor <= 0 {
+		return false
+	}
+	if mutant.On(mutant.RideNoDeadline) {
+		// The mutant: a lease that lapsed at its deadline rides all the
+		// same, as if it were still held.
+		if h.lease.ID < 0 || h.lease.After.IsZero() && h.lease.Until.IsZero() {
+			return false
+		}
+	} else if !h.lease.Held || time.Until(h.deadline) <= 0 {
 		return false
 	}
 	ride := h.lease
-	ride.Err = nil
+	ride.Held, ride.Err = true, nil
 	if ceil := h.read.Add(re.Floor); ceil.After(ride.Until) {
 		ride.Until = ceil
+	}
+	if mutant.On(mutant.RideNoCeiling) {
+		ride.Until = ride.Until.Add(time.Hour)
 	}
 	h.ride = ride
 	h.rideEnd.Reset(mutant.Delay(max(ride.Until.Sub(h.now()), time.Millisecond)))
