@@ -62,7 +62,11 @@ type Site uint8
 const (
 	// SiteCAS: just before a CAS of the generator's state, and between
 	// Close's store of the closed state and its scan of what was issued
-	// (which sync.Once's lock holds).
+	// (which sync.Once's lock holds). Each holds a lock (the Holder's
+	// watchers' lock, sync.Once's): internal/leasesim draws there but does
+	// not yield, since a goroutine that waited on the lock a millisecond of
+	// real time would switch it to starvation mode and reorder the
+	// schedule.
 	SiteCAS Site = iota
 	// SiteClaim: in a claim, just before the CAS of a ring slot and between
 	// it and the state's re-check; no lock held, so a short wait is
