@@ -188,10 +188,11 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 	})
 	switch {
 	case errors.Is(err, ErrLeaseLost):
+		now := h.now() // not under h.mu: an injected clock may block
 		h.mu.Lock()
 		changed := false
 		if h.sess == s {
-			rode := h.rideLocked(err)
+			rode := h.rideLocked(err, now)
 			h.lastErr, h.loss = nil, err
 			s.id, s.owned = -1, false
 			next := h.lease
