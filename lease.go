@@ -153,7 +153,7 @@ func (g *Generator) noticeIDWait(ctx context.Context, l machineid.Leaser) (stop 
 			g.log(logIDWait, attrs...)
 			return
 		}
-		notify = time.AfterFunc(noticeAfter, func() {
+		notify = time.AfterFunc(mutant.Delay(noticeAfter), func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if !done {
@@ -348,7 +348,7 @@ func untilGrace[T any](ctx context.Context, ch <-chan T, end *time.Time) (T, boo
 	if end.IsZero() {
 		*end = time.Now().Add(acquireGrace)
 	}
-	grace := time.NewTimer(time.Until(*end))
+	grace := time.NewTimer(mutant.Delay(time.Until(*end)))
 	defer grace.Stop()
 	select {
 	case v := <-ch:

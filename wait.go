@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/mutant"
 )
 
 // This file is the path a call takes when its claim fails: why, how long to
@@ -94,7 +96,7 @@ func (g *Generator) pause(a *attempt, dst []ID) (int, error) {
 	case aboveCeil, notHeld:
 		waitChange(a.st.changed, nil, sleepFor)
 	default: // belowFloor: only time helps
-		time.Sleep(sleepFor)
+		time.Sleep(mutant.Delay(sleepFor))
 	}
 	return 0, nil
 }
@@ -239,7 +241,7 @@ func (tw *tickWait) wait(g *Generator, a *attempt, tick int64, d time.Duration, 
 	if r := tw.cur; r != nil {
 		if r.tick != tick || r.wakeAt.After(deadline) {
 			tw.mu.Unlock()
-			time.Sleep(d)
+			time.Sleep(mutant.Delay(d))
 			return 0
 		}
 		idx := len(r.joiners)
@@ -448,11 +450,11 @@ const stillYields = 64
 // tick lets the caller yield again.
 func (g *Generator) sleepUntil(tick int64, d time.Duration, yield bool) bool {
 	if d > preciseUpTo {
-		time.Sleep(d)
+		time.Sleep(mutant.Delay(d))
 		return true
 	}
 	if !yield {
-		time.Sleep(max(d, early))
+		time.Sleep(mutant.Delay(max(d, early)))
 		return g.showsTick(tick)
 	}
 	start := time.Now()
@@ -467,7 +469,7 @@ func (g *Generator) sleepUntil(tick int64, d time.Duration, yield bool) bool {
 			// Time stands still while this goroutine runs: a bubble of
 			// testing/synctest, whose clock moves only while every
 			// goroutine in it is blocked. Yielding would wait for ever.
-			time.Sleep(d + 2*early)
+			time.Sleep(mutant.Delay(d + 2*early))
 			return g.showsTick(tick)
 		}
 		runtime.Gosched()
@@ -492,7 +494,7 @@ func waitChange(changed, done <-chan struct{}, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(mutant.Delay(d))
 	defer t.Stop()
 	select {
 	case <-changed:

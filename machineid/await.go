@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake/internal/holderseed"
+	"github.com/ringflake/ringflake/internal/mutant"
 )
 
 // jitterSource is the source of a Holder's jitter that internal/holderseed
@@ -43,7 +44,7 @@ func (h *Holder) awaitFree(ctx context.Context, s *session, deadline time.Time, 
 		if wait <= 0 {
 			return fmt.Errorf("%w; waited %v for one to free", err, time.Since(start).Round(time.Millisecond))
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(mutant.Delay(wait))
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ringflake/ringflake/internal/mutant"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,7 +58,7 @@ type Holder struct {
 	pending []Lease
 
 	wmu      sync.Mutex // serializes deliveries to watchers; protects watchers and nextW
-	watchers map[int]func(Lease)
+	watchers []watcher  // in the order they were added, which is the order they are told in
 	nextW    int
 
 	nmu        sync.Mutex // protects delivering
@@ -136,14 +138,13 @@ func NewHolder[S any](store Store, settings *S, lim Limits, opts ...Option) (*Ho
 		return nil, err
 	}
 	h := &Holder{
-		store:    store,
-		cfg:      c,
-		name:     lim.Name,
-		clocked:  lim.Clock,
-		lasts:    lim.Lasts,
-		turn:     make(chan struct{}, 1),
-		lease:    Lease{ID: -1},
-		watchers: make(map[int]func(Lease)),
+		store:   store,
+		cfg:     c,
+		name:    lim.Name,
+		clocked: lim.Clock,
+		lasts:   lim.Lasts,
+		turn:    make(chan struct{}, 1),
+		lease:   Lease{ID: -1},
 	}
 	h.expiry = time.AfterFunc(time.Hour, h.expire)
 	h.expiry.Stop()
@@ -175,7 +176,7 @@ func (h *Holder) MachineID(ctx context.Context) (int64, error) {
 		// flight included: a store's call that overruns its context must
 		// not hold this one for ever.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.cfg.callTimeout)
+		ctx, cancel = context.WithTimeout(ctx, mutant.Delay(h.cfg.callTimeout))
 		defer cancel()
 	}
 	if id, held, err := h.ready(ctx); held || err != nil {
@@ -312,7 +313,7 @@ func (h *Holder) Release(issued time.Time) error {
 // and frees what the token holds, within two call timeouts.
 func (h *Holder) release(s *session, running bool, issued, after time.Time) error {
 	s.cancel() // ends the call in flight, which must return soon after
-	wait := time.NewTimer(h.cfg.callTimeout)
+	wait := time.NewTimer(mutant.Delay(h.cfg.callTimeout))
 	defer wait.Stop()
 	stopped := s.stopped
 	if !running {
@@ -352,7 +353,7 @@ func (h *Holder) release(s *session, running bool, issued, after time.Time) erro
 // the goroutine gives back when the store's call returns, so that no later
 // call overlaps one given up on.
 func (h *Holder) free(s *session, id int64, issued time.Time) error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.callTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), mutant.Delay(h.cfg.callTimeout))
 	defer cancel()
 	done := make(chan error, 1)
 	c := h.claim(s)
@@ -367,7 +368,7 @@ func (h *Holder) free(s *session, id int64, issued time.Time) error {
 	case <-ctx.Done():
 		select {
 		case err = <-done:
-		case <-time.After(h.cfg.callTimeout / 10):
+		case <-time.After(mutant.Delay(h.cfg.callTimeout / 10)):
 			return h.stuck(id)
 		}
 	}
@@ -450,16 +451,26 @@ func (h *Holder) Watch(fn func(Lease)) (stop func()) {
 	h.drainLocked() // the watchers there hear of the past, so that fn hears only of what follows
 	n := h.nextW
 	h.nextW++
-	h.watchers[n] = fn
+	h.watchers = append(h.watchers, watcher{n, fn})
 	fn(h.Lease())
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			h.wmu.Lock()
-			delete(h.watchers, n)
+			h.watchers = slices.DeleteFunc(h.watchers, func(w watcher) bool { return w.n == n })
 			h.wmu.Unlock()
 		})
 	}
+}
+
+// watcher is one Watch's function, with its number for stop. The watchers
+// are told in the order they were added, not in a map's random order: a
+// watcher may wake goroutines (a generator's does), and the same changes
+// told in the same order wake them in the same order, which lets the
+// lease simulation replay a seed's schedule.
+type watcher struct {
+	n  int
+	fn func(Lease)
 }
 
 // notify has the watchers told of the pending changes on the deliverer's
@@ -520,8 +531,8 @@ func (h *Holder) drainLocked() {
 		l := h.pending[0]
 		h.pending = h.pending[1:]
 		h.mu.Unlock()
-		for _, fn := range h.watchers {
-			fn(l)
+		for _, w := range h.watchers {
+			w.fn(l)
 		}
 	}
 }

@@ -524,3 +524,39 @@ func TestHolderReleaseAfterAFailedTakeSaysItsCauseOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchersAreToldInOrder checks that watchers hear of each change in
+// the order they were added, whichever stopped meanwhile: a watcher may
+// wake goroutines (a generator's does), and the lease simulation replays a
+// seed only if they wake in the same order each run. They were told in a
+// map's random order.
+func TestWatchersAreToldInOrder(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(true)
+	h, _ := newHolder(t, s, machineid.WithRange(0, 0), machineid.WithTTL(300*time.Millisecond))
+	var mu sync.Mutex
+	var heard []int
+	var stops []func()
+	for i := range 8 {
+		stops = append(stops, h.Watch(func(machineid.Lease) {
+			mu.Lock()
+			heard = append(heard, i)
+			mu.Unlock()
+		}))
+	}
+	stops[3]()
+	mu.Lock()
+	heard = heard[:0] // each heard the current lease as it was added
+	mu.Unlock()
+	_, err := h.MachineID(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, h.Release(time.Time{}))
+	mu.Lock()
+	defer mu.Unlock()
+	want := []int{0, 1, 2, 4, 5, 6, 7}
+	require.NotEmpty(t, heard)
+	require.Zero(t, len(heard)%len(want), "every watcher hears of every change: %v", heard)
+	for i := range heard {
+		require.Equal(t, want[i%len(want)], heard[i], "the watchers are told in the order they were added: %v", heard)
+	}
+}

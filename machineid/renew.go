@@ -188,10 +188,11 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 	})
 	switch {
 	case errors.Is(err, ErrLeaseLost):
+		now := h.now() // not under h.mu: an injected clock may block
 		h.mu.Lock()
 		changed := false
 		if h.sess == s {
-			rode := h.rideLocked(err)
+			rode := h.rideLocked(err, now)
 			h.lastErr, h.loss = nil, err
 			s.id, s.owned = -1, false
 			next := h.lease
@@ -218,7 +219,7 @@ func (h *Holder) renew(ctx context.Context, s *session) error {
 // call runs fn, one call to the store, with a context that ends after
 // timeout, when ctx ends, or when s is released, and explains its error.
 func (h *Holder) call(ctx context.Context, s *session, timeout time.Duration, doing string, fn func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, mutant.Delay(timeout))
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
 	mutant.Yield(mutant.SiteStore)
@@ -264,6 +265,12 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off Cl
 	next := Lease{ID: g.ID, Held: true, After: h.lease.After, Until: g.Until, Clock: off}
 	if fresh {
 		next.After = g.After
+		var re *RestartError
+		if mutant.On(mutant.RideUnconfirmed) && errors.As(h.loss, &re) && g.ID == h.lease.ID && h.lease.After.Before(next.After) {
+			// The mutant: the ID taken again after a restart keeps the
+			// mark the old holding inherited, not the restart floor.
+			next.After = h.lease.After
+		}
 	} else {
 		if h.lease.Until.After(next.Until) {
 			next.Until = h.lease.Until
@@ -276,7 +283,7 @@ func (h *Holder) confirm(s *session, g Grant, sent time.Time, fresh bool, off Cl
 	h.deadline, h.lastErr, h.loss = deadline, nil, nil
 	h.read = g.Clock.Time
 	if left := time.Until(deadline); left > 0 {
-		h.expiry.Reset(left)
+		h.expiry.Reset(mutant.Delay(left))
 	} else {
 		// The answer came too late to vouch for anything; the next
 		// renewal, sooner, may.
@@ -347,14 +354,14 @@ func (h *Holder) expire() {
 		}
 		switch {
 		case left > 0:
-			h.expiry.Reset(left)
+			h.expiry.Reset(mutant.Delay(left))
 		case h.lasts && !answered(h.lastErr):
 			// A lease that lasts while the process lives (a file lock):
 			// no one can take the ID, and the store has not answered
 			// since the last confirmed call (an fsync that hangs), so it
 			// stays held, and the generator issues up to the mark that
 			// call confirmed, no further. Look again after a retry.
-			h.expiry.Reset(h.cfg.ttl / 10)
+			h.expiry.Reset(mutant.Delay(h.cfg.ttl / 10))
 		default:
 			next := h.lease
 			next.Held = false
@@ -388,7 +395,7 @@ func answered(err error) bool {
 func (h *Holder) run(s *session) {
 	defer close(s.stopped)
 	every, retry := h.cfg.ttl/3, h.cfg.ttl/10
-	t := time.NewTimer(every)
+	t := time.NewTimer(mutant.Delay(every))
 	defer t.Stop()
 	for {
 		select {
@@ -404,7 +411,7 @@ func (h *Holder) run(s *session) {
 		if h.refresh(s) != nil {
 			next = retry
 		}
-		t.Reset(max(next-time.Since(began), 0))
+		t.Reset(mutant.Delay(max(next-time.Since(began), 0)))
 	}
 }
 

@@ -3,6 +3,8 @@ package machineid
 import (
 	"errors"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/mutant"
 )
 
 // A holding rides out its store's restart. When a renewal finds the lease
@@ -42,31 +44,48 @@ import (
 
 // rideLocked starts a ride if err, a renewal's ErrLeaseLost for the held
 // lease, allows one, and reports whether it did; the watchers then have
-// the ride queued. The caller holds h.mu, before recording the loss.
-func (h *Holder) rideLocked(err error) bool {
+// the ride queued. now is the marks' clock, read before h.mu was taken:
+// the clock may be the generator's, injected, and a reading that blocks
+// must not hold the Holder's lock (the lease simulation's clock pauses
+// hung a world there, its Release waiting on h.mu). A reading a little
+// old only sets the ride's timer later, and endRide looks again. The
+// caller holds h.mu, before recording the loss.
+func (h *Holder) rideLocked(err error, now time.Time) bool {
 	var re *RestartError
-	if !errors.As(err, &re) || h.ride.Held || !h.lease.Held || h.read.IsZero() ||
-		!re.Start.After(h.read) || re.Floor <= 0 || time.Until(h.deadline) <= 0 {
+	if !errors.As(err, &re) || h.ride.Held || h.read.IsZero() || !re.Start.After(h.read) || re.Floor <= 0 {
+		return false
+	}
+	if mutant.On(mutant.RideNoDeadline) {
+		// The mutant: a lease that lapsed at its deadline rides all the
+		// same, as if it were still held.
+		if h.lease.ID < 0 || h.lease.After.IsZero() && h.lease.Until.IsZero() {
+			return false
+		}
+	} else if !h.lease.Held || time.Until(h.deadline) <= 0 {
 		return false
 	}
 	ride := h.lease
-	ride.Err = nil
+	ride.Held, ride.Err = true, nil
 	if ceil := h.read.Add(re.Floor); ceil.After(ride.Until) {
 		ride.Until = ceil
 	}
+	if mutant.On(mutant.RideNoCeiling) {
+		ride.Until = ride.Until.Add(time.Hour)
+	}
 	h.ride = ride
-	h.rideEnd.Reset(max(ride.Until.Sub(h.now()), time.Millisecond))
+	h.rideEnd.Reset(mutant.Delay(max(ride.Until.Sub(now), time.Millisecond)))
 	return h.queueLocked(ride)
 }
 
 // endRide runs when the ride's ceiling should have passed on the marks'
 // clock: if it has, the watchers see the lease the Holder holds from now on.
 func (h *Holder) endRide() {
+	now := h.now() // before h.mu: see rideLocked
 	h.mu.Lock()
 	changed := false
 	if h.ride.Held {
-		if left := h.ride.Until.Sub(h.now()); left > 0 {
-			h.rideEnd.Reset(max(left, time.Millisecond))
+		if left := h.ride.Until.Sub(now); left > 0 {
+			h.rideEnd.Reset(mutant.Delay(max(left, time.Millisecond)))
 		} else {
 			h.ride = Lease{}
 			changed = h.queueLocked(h.lease)

@@ -44,6 +44,9 @@ type holding struct {
 	free  time.Time
 	first int64 // the ticks it issued, or -1
 	last  int64
+
+	read  time.Time     // the store's clock in its latest grant or renewal (Grant.Clock)
+	floor time.Duration // the Floor of the store's RestartError for its claims; 0 for a store with none
 }
 
 // checker holds a world to the invariants. The store calls it as it acts,
@@ -146,6 +149,17 @@ func (k *checker) grant(inc *incarnation, id int64, token string, after time.Tim
 		if !l.Held || l.ID != id {
 			continue
 		}
+		if rep := k.reported(o, id, l.After); rep != nil && rep.epoch != epoch {
+			// A holding the store last wrote before it restarted, which
+			// its Holder rides out (machineid, ride.go): it issues at most
+			// to l.Until, which the restart floor puts at or below every
+			// mark a take inherits from then on.
+			if k.w.tickOf(after) < k.w.tickOf(l.Until) {
+				k.failLocked(invExclusive, "the store granted machine ID %d to %s, inheriting %s, while %s still reported it held up to %s across a restart (after %s)",
+					id, inc, k.w.at(after), o, k.w.at(l.Until), k.w.at(l.After))
+			}
+			continue
+		}
 		if last := k.latest(o, id); last != nil && last.epoch == epoch {
 			k.failLocked(invExclusive, "the store granted machine ID %d to %s while %s still reported it held (after %s, until %s)",
 				id, inc, o, k.w.at(l.After), k.w.at(l.Until))
@@ -166,6 +180,19 @@ func (k *checker) latest(inc *incarnation, id int64) *holding {
 	return nil
 }
 
+// reported returns inc's latest holding of id that inherited after, the
+// holding a lease inc's generator reports belongs to, or nil. The caller
+// holds mu.
+func (k *checker) reported(inc *incarnation, id int64, after time.Time) *holding {
+	hs := k.byID[id]
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].inc == inc && hs[i].after.Equal(after) {
+			return hs[i]
+		}
+	}
+	return nil
+}
+
 // holdingOf returns token's latest holding of id, or nil.
 func (k *checker) holdingOf(token string, id int64) *holding {
 	k.mu.Lock()
@@ -179,8 +206,10 @@ func (k *checker) holdingOf(token string, id int64) *holding {
 	return nil
 }
 
-// recorded notes that the store recorded until as h's mark.
-func (k *checker) recorded(h *holding, until time.Time, epoch int) {
+// recorded notes that the store recorded until as h's mark, answering
+// with its clock reading read; floor is the Floor of the RestartError it
+// would answer h's renewal with once it restarted.
+func (k *checker) recorded(h *holding, until time.Time, epoch int, read time.Time, floor time.Duration) {
 	if h == nil {
 		return
 	}
@@ -188,6 +217,24 @@ func (k *checker) recorded(h *holding, until time.Time, epoch int) {
 	defer k.mu.Unlock()
 	h.until = later(h.until, until)
 	h.epoch = epoch
+	h.read, h.floor = read, floor
+}
+
+// restarted notes that h's lease was alive in the store when it went down
+// for a restart that forgets (or rolls back): every take from then on, by
+// any later instance, inherits at least the instance's start plus the
+// TTL and the slack, past h.read + h.floor, so h's ticks up to that are
+// its own, and its Holder may ride the restart out up to it (machineid,
+// ride.go). A holding whose lease had lapsed before the restart gets no
+// such allowance: a newcomer may have taken the ID on the old instance
+// above its recorded mark.
+func (k *checker) restarted(h *holding) {
+	if h == nil || h.floor <= 0 || h.read.IsZero() {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	h.until = later(h.until, h.read.Add(h.floor))
 }
 
 // released notes the release of h, which left its mark at mark; lowered

@@ -84,7 +84,8 @@ func (c *client) draw() fault {
 }
 
 // wait waits d, or until ctx ends unless the call is stuck.
-func wait(ctx context.Context, d time.Duration, stuck bool) error {
+func wait(ctx context.Context, w *world, d time.Duration, stuck bool) error {
+	d = w.delay(d)
 	if stuck {
 		time.Sleep(d)
 		return nil
@@ -109,7 +110,7 @@ func (c *client) reach() error {
 
 // there is a call's way to the store.
 func (c *client) there(ctx context.Context, f fault, what string) error {
-	if err := wait(ctx, f.pre, f.stuck); err != nil {
+	if err := wait(ctx, c.w, f.pre, f.stuck); err != nil {
 		return err
 	}
 	if err := c.reach(); err != nil {
@@ -128,7 +129,7 @@ func (c *client) back(ctx context.Context, f fault, what string) error {
 		c.w.log.add(c.p.name(), "store: the answer to %s lost on the way back", what)
 		return errLostAfter
 	}
-	if err := wait(ctx, f.post, f.stuck); err != nil {
+	if err := wait(ctx, c.w, f.post, f.stuck); err != nil {
 		c.w.log.add(c.p.name(), "store: the answer to %s came too late: %v", what, err)
 		return err
 	}

@@ -42,7 +42,7 @@ func (c *clock) now() time.Time {
 		c.paused = append(c.paused, span{from, from.Add(d)})
 		c.mu.Unlock()
 		c.p.w.log.add(c.p.name(), "paused %v in a clock reading", d)
-		time.Sleep(d)
+		time.Sleep(c.p.w.delay(d))
 	}
 	return t
 }

@@ -74,7 +74,7 @@ func (w *world) isHealed() bool { return w.healedFlag.Load() }
 // again, and fails the world at the bound.
 func (w *world) awaitLive() {
 	bound := w.liveBound()
-	t := time.NewTimer(bound)
+	t := time.NewTimer(w.delay(bound))
 	defer t.Stop()
 	select {
 	case <-w.lively:

@@ -198,13 +198,14 @@ func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time,
 	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
-	s.w.chk.recorded(r.hold, r.mark, s.epoch)
+	read := s.reading()
+	s.w.chk.recorded(r.hold, r.mark, s.epoch, read.Time, s.rideFloor(c))
 	what := "grants again"
 	if fresh {
 		what = "grants"
 	}
 	s.w.log.add(cl.p.name(), "store: %s machine ID %d to token %s: after %s, until %s", what, id, short(c.Token), s.w.at(r.after), s.w.at(r.mark))
-	return machineid.Grant{ID: id, After: r.after, Until: r.mark, Clock: s.reading()}
+	return machineid.Grant{ID: id, After: r.after, Until: r.mark, Clock: read}
 }
 
 // renew is the store's side of a Renew.
@@ -216,6 +217,13 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 	}
 	r := s.recs[id]
 	if r.token != c.Token || !s.alive(&r) {
+		if s.k.forgets && !s.alive(&r) && (!s.w.mutantOn(storeMutantName) || r.token == "") {
+			// No lease at all on the ID: machineid_redis's renew script
+			// answers {0, the server's start}, and its Renew a
+			// *RestartError, with which a live holder rides out a
+			// restart.
+			return machineid.Grant{}, s.restartError(c, id)
+		}
 		if !s.w.mutantOn(storeMutantName) || r.token == "" {
 			return machineid.Grant{}, fmt.Errorf("%w: machine ID %d has another holder or none", machineid.ErrLeaseLost, id)
 		}
@@ -227,9 +235,40 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
-	s.w.chk.recorded(r.hold, r.mark, s.epoch)
+	read := s.reading()
+	s.w.chk.recorded(r.hold, r.mark, s.epoch, read.Time, s.rideFloor(c))
 	s.w.log.add(cl.p.name(), "store: renews machine ID %d for token %s: until %s", id, short(c.Token), s.w.at(r.mark))
-	return machineid.Grant{ID: id, Until: r.mark, Clock: s.reading()}, nil
+	return machineid.Grant{ID: id, Until: r.mark, Clock: read}, nil
+}
+
+// start returns when the instance started, on the store's clock, as
+// machineid_redis's serverStart reads it: its time less its uptime in
+// whole seconds less one (as floor reads it), in whole milliseconds.
+func (s *server) start() time.Time {
+	now := s.wall()
+	up := max(now.Sub(s.w.base)/time.Second-s.restarted/time.Second-1, 0) * time.Second
+	return time.UnixMilli(now.Add(-up).UnixMilli())
+}
+
+// rideFloor is the Floor of the RestartError a store that forgets answers
+// c's renewal with: machineid_redis's restartMs less the millisecond its
+// restarted takes off (the start is in whole ms, the clock's reading in
+// µs); 0 for other kinds. The restart floor, TTL + slack past an
+// instance's start (floor), is past Start + rideFloor.
+func (s *server) rideFloor(c machineid.Claim) time.Duration {
+	if !s.k.forgets {
+		return 0
+	}
+	return (c.TTL + markSlack(c)).Truncate(time.Millisecond) - time.Millisecond
+}
+
+// restartError is a forgetting store's answer to a renewal of an ID with
+// no lease at all on it, as machineid_redis gives it.
+func (s *server) restartError(c machineid.Claim, id int64) error {
+	start := s.start()
+	s.w.log.add("store", "no lease on machine ID %d: the instance started at %s", id, s.w.at(start))
+	return &machineid.RestartError{ID: id, Start: start, Floor: s.rideFloor(c),
+		Err: fmt.Errorf("%w: machine ID %d is gone from the store (expired, or lost in a restart)", machineid.ErrLeaseLost, id)}
 }
 
 // release is the store's side of a Release: it frees what the token holds,
@@ -355,9 +394,16 @@ func (s *server) floor(c machineid.Claim) time.Time {
 func (s *server) restart(d time.Duration, rollback bool) {
 	s.mu.Lock()
 	s.down = true
+	if s.k.forgets {
+		for id := range s.recs {
+			if r := &s.recs[id]; s.alive(r) {
+				s.w.chk.restarted(r.hold)
+			}
+		}
+	}
 	s.mu.Unlock()
 	s.w.log.add("store", "restarts, down for %v", d)
-	time.Sleep(d)
+	time.Sleep(s.w.delay(d))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

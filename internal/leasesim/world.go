@@ -54,6 +54,9 @@ type world struct {
 
 	pmu  sync.Mutex // protects pert
 	pert *rand.Rand // the perturbation's draws, in the order the engine reaches its sites
+
+	dmu   sync.Mutex     // protects whens
+	whens map[int64]bool // the instants (virtual Unix ns) of the timers set through delay, none long past
 }
 
 // The mutants that live in the simulated store, not the engine: see
@@ -68,7 +71,7 @@ const (
 // newWorld makes the world of seed. It must be called inside the bubble it
 // runs in.
 func newWorld(seed uint64, mutant string, verbose bool) *world {
-	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{}), pert: rand.New(rand.NewPCG(seed, 400)),
+	w := &world{seed: seed, p: draw(seed), mutant: mutant, stop: make(chan struct{}), pert: rand.New(rand.NewPCG(seed, 400)), whens: map[int64]bool{},
 		healed: make(chan struct{}), lively: make(chan struct{})}
 	w.start = time.Now()
 	w.base = w.start.Round(0)
@@ -112,7 +115,14 @@ func newWorld(seed uint64, mutant string, verbose bool) *world {
 // The draws come in the order the sites are reached, which one P and no
 // asynchronous preemption make the same in every run of the seed, so the
 // schedule it makes replays. It never waits at a site that may hold a lock
-// (see mutant.Site).
+// (see mutant.Site), nor yields at one that does (SiteCAS, under Close's
+// sync.Once or the Holder's watchers' lock): a goroutine that blocks on
+// that lock meanwhile, and finds it taken again when it wakes, switches the
+// mutex to starvation mode if it waited a millisecond of real time
+// (sync.Mutex's rule), which hands the lock over in another order; on a
+// loaded machine a seed's replay then took another turn (renew-no-token's
+// seed 12 replayed 1/2). The draw is still made there, so that the other
+// sites' draws are as before.
 func (w *world) perturb(site mutant.Site) {
 	if w.p.yield == 0 && w.p.nap == 0 {
 		return
@@ -128,11 +138,41 @@ func (w *world) perturb(site mutant.Site) {
 	}
 	w.pmu.Unlock()
 	if nap > 0 {
-		time.Sleep(nap)
+		time.Sleep(w.delay(nap))
 	}
-	if yield {
+	if yield && site != mutant.SiteCAS {
 		runtime.Gosched()
 	}
+}
+
+// delay is the time a timer set for d runs, as the world sets every timer
+// of its own and, through mutant.Delay, of the engine: d, at least 0,
+// lengthened by the fewest nanoseconds (at least one) that make its
+// instant one no other such timer has. testing/synctest fires the timers
+// due at one instant in a random order (the runtime draws a random number
+// for each, to break ties), which would let two goroutines woken at the
+// same instant run in either order, and a seed's replay take another
+// turn. With every instant distinct, the timers fire in the order of
+// their instants, and the schedule is the seed's alone. A nanosecond or a
+// few is nothing to any bound the checks keep.
+func (w *world) delay(d time.Duration) time.Duration {
+	d = max(d, 0)
+	w.dmu.Lock()
+	defer w.dmu.Unlock()
+	now := time.Now().UnixNano()
+	at := now + int64(d) + 1
+	for w.whens[at] {
+		at++
+	}
+	if len(w.whens) >= 4096 {
+		for t := range w.whens {
+			if t < now {
+				delete(w.whens, t)
+			}
+		}
+	}
+	w.whens[at] = true
+	return time.Duration(at - now)
 }
 
 // mutantOn reports whether the store's mutant name is switched on.
@@ -149,7 +189,7 @@ func (w *world) run() *Failure {
 	if w.p.restarts > 0 {
 		w.goRun(w.restarts)
 	}
-	t := time.NewTimer(w.p.duration)
+	t := time.NewTimer(w.delay(w.p.duration))
 	select {
 	case <-t.C:
 		w.heal()
@@ -168,7 +208,7 @@ func (w *world) run() *Failure {
 	// Calls stuck past their context, and the releases New left to run in
 	// the background once they end, finish within a few TTLs; the bubble
 	// ends only when every goroutine in it has.
-	time.Sleep(3 * w.p.ttl)
+	time.Sleep(w.delay(3 * w.p.ttl))
 	w.srv.calls.Wait()
 	return w.chk.failed()
 }
@@ -198,7 +238,7 @@ func (w *world) stopping() bool {
 // sleep sleeps d, or until the world stops; it reports whether the world
 // goes on.
 func (w *world) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := time.NewTimer(w.delay(d))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -296,7 +336,7 @@ type stepBack struct{ from, to time.Time }
 // sleepFault sleeps d, or until the world heals or stops; it reports
 // whether faults go on.
 func (w *world) sleepFault(d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := time.NewTimer(w.delay(d))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -429,7 +469,7 @@ func (p *proc) run() {
 // live waits d while the process runs, and reports whether the world goes
 // on and, if the host went down meanwhile, for how long.
 func (p *proc) live(d time.Duration) (bool, time.Duration) {
-	t := time.NewTimer(d)
+	t := time.NewTimer(p.w.delay(d))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -497,7 +537,7 @@ func (p *proc) start(inc *incarnation) bool {
 	if w.isHealed() {
 		limit = time.Minute // no deadline short of the world's end
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	ctx, cancel := context.WithTimeout(context.Background(), w.delay(limit))
 	defer cancel()
 	began := time.Now()
 	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(p.holder), ringflake.WithClock(p.clk.now),
@@ -561,7 +601,7 @@ func (inc *incarnation) issue(r *rand.Rand) {
 	buf := make([]ringflake.ID, 40)
 	for {
 		gap := time.Duration(r.ExpFloat64() * float64(5*time.Millisecond))
-		t := time.NewTimer(gap)
+		t := time.NewTimer(w.delay(gap))
 		select {
 		case <-t.C:
 		case <-inc.quit:

@@ -7,6 +7,8 @@
 // can switch one on, and only a test of internal/leasesim does.
 package mutant
 
+import "time"
+
 // On reports whether the mutant name is switched on: never, in this build.
 func On(name string) bool { return false }
 
@@ -22,3 +24,11 @@ func Yield(site Site) {}
 // SetYield sets the perturbation Yield runs, and reports whether this
 // build can: it cannot without the tag ringflake_mutant.
 func SetYield(f func(Site)) bool { return f == nil }
+
+// Delay returns how long a timer the engine sets for d runs: d in this
+// build, where it is inlined away.
+func Delay(d time.Duration) time.Duration { return d }
+
+// SetDelay sets the function Delay runs, and reports whether this build
+// can: it cannot without the tag ringflake_mutant.
+func SetDelay(f func(time.Duration) time.Duration) bool { return f == nil }

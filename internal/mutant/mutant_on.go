@@ -2,7 +2,10 @@
 
 package mutant
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // active is the mutant switched on, "" for none; written by Set before a
 // simulation starts, read by the hooks.
@@ -41,5 +44,31 @@ func SetYield(f func(Site)) bool {
 		return true
 	}
 	yielder.Store(&f)
+	return true
+}
+
+// delayer is the simulation's lengthening of the engine's timers, nil for
+// none; written by SetDelay while no world runs, read by Delay.
+var delayer atomic.Pointer[func(time.Duration) time.Duration]
+
+// Delay returns how long a timer the engine sets for d runs: the
+// simulation lengthens it by a few nanoseconds, so that no two timers
+// fire at the same instant of virtual time, where testing/synctest fires
+// them in a random order (see internal/leasesim's delay).
+func Delay(d time.Duration) time.Duration {
+	if f := delayer.Load(); f != nil {
+		return (*f)(d)
+	}
+	return d
+}
+
+// SetDelay sets the function Delay runs, nil for none, and reports that
+// this build can.
+func SetDelay(f func(time.Duration) time.Duration) bool {
+	if f == nil {
+		delayer.Store(nil)
+		return true
+	}
+	delayer.Store(&f)
 	return true
 }

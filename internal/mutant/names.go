@@ -37,6 +37,20 @@ const (
 	// claimed under is still the generator's (ringflake, generator.go claim
 	// and fast.go fast).
 	NoRecheck = "no-recheck"
+	// RideNoDeadline: a holding rides out its store's restart even when
+	// the store's answer came after the lease's deadline, when the lease
+	// had lapsed (machineid, ride.go rideLocked).
+	RideNoDeadline = "ride-no-deadline"
+	// RideNoCeiling: a holding rides out its store's restart with no
+	// ceiling: its Until an hour past the ride's (machineid, ride.go
+	// rideLocked).
+	RideNoCeiling = "ride-no-ceiling"
+	// RideUnconfirmed: after its store restarted, a Holder that takes the
+	// machine ID it held again keeps the mark its old holding inherited
+	// (After) instead of the one granted, the restart floor, whether or
+	// not its lease was confirmed across the restart (machineid, renew.go
+	// confirm).
+	RideUnconfirmed = "ride-unconfirmed"
 )
 
 // Site is a point in the engine where the simulation may perturb the
@@ -48,7 +62,11 @@ type Site uint8
 const (
 	// SiteCAS: just before a CAS of the generator's state, and between
 	// Close's store of the closed state and its scan of what was issued
-	// (which sync.Once's lock holds).
+	// (which sync.Once's lock holds). Each holds a lock (the Holder's
+	// watchers' lock, sync.Once's): internal/leasesim draws there but does
+	// not yield, since a goroutine that waited on the lock a millisecond of
+	// real time would switch it to starvation mode and reorder the
+	// schedule.
 	SiteCAS Site = iota
 	// SiteClaim: in a claim, just before the CAS of a ring slot and between
 	// it and the state's re-check; no lock held, so a short wait is
