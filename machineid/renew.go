@@ -40,6 +40,10 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 		return ErrReleased // the token is done with: Release has begun
 	}
 	s.unsure = true
+	if h.ride.Held {
+		id := h.ride.ID
+		c.Prefer = &id
+	}
 	h.mu.Unlock()
 	var g Grant
 	var storeErr error // the store's own words, for Release's message

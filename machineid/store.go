@@ -88,6 +88,15 @@ type Claim struct {
 	// check is off. The Holder judges the offset; a store that bounds its
 	// marks by its own clock (Redis, for its restart floor) reads it too.
 	MaxOffset time.Duration
+	// Prefer, when not nil, is a machine ID in Lo..Hi that a Take should
+	// grant if it is free, rather than the lowest: the ID of a holding
+	// riding out its store's restart (see [RestartError]), so that the
+	// holders of a restarted store each take back their own ID instead of
+	// one that another of them still rides, whose renewal would then find
+	// it taken and stop for the whole restart floor. Granting it changes
+	// nothing else: its After is its mark, as any ID's. A store may ignore
+	// it.
+	Prefer *int64
 }
 
 // Grant is what a [Store] answers to Take and Renew.

@@ -126,7 +126,7 @@ func changes(t *testing.T, h *machineid.Holder) <-chan machineid.Lease {
 }
 
 // TestLiveHoldersRideARestart restarts Redis, without persistence, under
-// two live holders that issue about one ID a millisecond. Each finds its
+// three live holders of a full range that issue about one ID a millisecond. Each finds its
 // lease gone at its next renewal, from a server that started after that
 // lease was last confirmed, and rides the restart out: it goes on issuing
 // below its old holding's ceiling (that confirmation's Redis time + TTL +
@@ -136,16 +136,18 @@ func changes(t *testing.T, h *machineid.Holder) <-chan machineid.Lease {
 // plus the downtime and the uptime's rounding: at most TTL/3 + the retry
 // (TTL/10) + the downtime + 2s, where it used to be TTL + bound: at a TTL
 // of 3s and the bound of 2s, 3.3s + the downtime against 5s. No ID may
-// repeat.
+// repeat, and each holder takes back its own ID (Claim.Prefer): had one
+// taken the lowest free ID, another's, that one's renewal would have found
+// it taken, and it would have stopped for the whole floor.
 func TestLiveHoldersRideARestart(t *testing.T) {
 	t.Parallel()
 	const life = 3 * time.Second
 	srv := settled(t, life+2*bound)
 	led := newLedger()
-	gens := make([]*ringflake.Generator, 2)
-	runs := make([]*run, 2)
+	gens := make([]*ringflake.Generator, 3)
+	runs := make([]*run, 3)
 	for i := range gens {
-		h := leased(t, client(t, srv.Addr), machineid.WithRange(0, 1), machineid.WithTTL(life))
+		h := leased(t, client(t, srv.Addr), machineid.WithRange(0, 2), machineid.WithTTL(life))
 		g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(h), ringflake.WithMaxWait(-1))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = g.Close() })
@@ -161,6 +163,10 @@ func TestLiveHoldersRideARestart(t *testing.T) {
 		eg.Go(func() error { runs[i].issue(g, led, stop); return nil })
 	}
 	time.Sleep(life / 2)
+	ids := make([]int64, len(gens))
+	for i, g := range gens {
+		ids[i] = g.Lease().ID
+	}
 	down := time.Now()
 	srv.Stop()
 	srv.Restart()
@@ -173,6 +179,9 @@ func TestLiveHoldersRideARestart(t *testing.T) {
 
 	dups := led.repeats()
 	assert.Zero(t, len(dups), "IDs issued twice, first ones: %v", dups[:min(len(dups), 3)])
+	for i, g := range gens {
+		assert.Equal(t, ids[i], g.Lease().ID, "holder %d took back its own machine ID", i)
+	}
 	for _, r := range runs {
 		t.Logf("%s: longest pause %v (ended %v after the restart), %d calls refused, %d IDs issued; Redis down %v",
 			r.who, r.gap.Round(time.Millisecond), r.gapEnd.Sub(up).Round(time.Millisecond), r.refused, r.issued, downtime.Round(time.Millisecond))

@@ -187,9 +187,14 @@ end
 //
 //	KEYS[1] marks
 //	ARGV    prefix, token, lo, hi, ttl ms, now ms, until ms (0: raise no mark),
-//	        ahead ms, restart ms, slack ms (-1: no cap)
+//	        ahead ms, restart ms, slack ms (-1: no cap), prefer (-1: none)
 //	returns {id, after, mark, server µs}, or {-1, held, least ms left} when
 //	every ID is held; after includes the restart floor
+//
+// An ID to prefer (Claim.Prefer: the ID of a holding riding out a restart)
+// is granted if it is in lo..hi and free, before any scan: with its own
+// mark, as any take, so the choice costs nothing in safety, only which of
+// the free IDs is taken.
 var leaseAcquire = redis.NewScript(luaTake + `
 local prefix, token, marks = ARGV[1], ARGV[2], KEYS[1]
 local lo, hi = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -200,6 +205,10 @@ if id then
   return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
 local floor = restartFloor(restart)
+local prefer = tonumber(ARGV[11] or '-1')
+if prefer >= lo and prefer <= hi and redis.call('EXISTS', prefix .. 'LEASE:' .. prefer) == 0 then
+  return take(prefix, token, marks, prefer, markOf(marks, prefer, floor), ttl, untilMs, ahead, slack)
+end
 local best, mark, held, left = pick(prefix, marks, lo, hi, now, floor)
 if best == nil then
   return {-1, held, left}

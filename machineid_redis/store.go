@@ -148,7 +148,11 @@ func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 	if s.hostMode {
 		res, err = s.eval(ctx, hostAcquire, s.prefix, c.Token, s.host, c.Lo, c.Hi, ttl, until, ttl, restart, slack)
 	} else {
-		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, until, ttl, restart, slack)
+		prefer := int64(-1)
+		if c.Prefer != nil {
+			prefer = *c.Prefer
+		}
+		res, err = s.eval(ctx, leaseAcquire, s.prefix, c.Token, c.Lo, c.Hi, ttl, now, until, ttl, restart, slack, prefer)
 	}
 	if err != nil {
 		return machineid.Grant{}, err
