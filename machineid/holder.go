@@ -51,6 +51,7 @@ type Holder struct {
 	expiry   *time.Timer // fires at deadline; written once by NewHolder
 	read     time.Time   // the store's clock in the call that last confirmed the lease (Grant.Clock.Time), or zero
 	ride     Lease       // while Held, what watchers see in place of lease: the holding kept through a store's restart (ride.go)
+	rideErr  error       // the renewal's error that began the ride: the cause when it ends
 	rideEnd  *time.Timer // ends the ride; written once by NewHolder
 
 	// pending are the changes of lease the watchers have yet to hear of,

@@ -102,7 +102,20 @@ func TestHolderRidesARestart(t *testing.T) {
 				}
 				if !l.Held || !l.After.IsZero() {
 					if tt.rides {
-						require.True(t, l.Held, "a loss reported during the ride: %v", l.Err)
+						// The ride ends, at its ceiling, with a report of
+						// the holding's end, its cause the restart, when
+						// the take got the same ID back: one holding, one
+						// After (Leaser's contract). No loss before it.
+						require.False(t, l.Held, "the new holding of the same ID (%+v) with no end of the ride reported before it", l)
+						require.False(t, time.Now().Before(ride.Until), "a loss reported during the ride, %v before its ceiling: %v", time.Until(ride.Until), l.Err)
+						var re *machineid.RestartError
+						require.ErrorAs(t, l.Err, &re, "the ride's end gives the restart as its cause")
+						select {
+						case l = <-reports:
+						case <-deadline:
+							require.FailNow(t, "no new holding reported after the ride", "ride: %+v", ride)
+						}
+						require.True(t, l.Held, "after the ride's end, the new holding: %+v", l)
 						s.mu.Lock()
 						lost := s.lost
 						s.mu.Unlock()
