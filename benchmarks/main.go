@@ -11,6 +11,7 @@
 //	go run ./benchmarks -run single,burst -rounds 5
 //	go run ./benchmarks -run paced,busy   # also paced on a busy machine
 //	go run ./benchmarks -run takes        # machine-ID takes on each lease store
+//	go run ./benchmarks -run restart -rounds 7   # a Redis restart under live holders
 //
 // Generators take turns: each round runs every generator once per
 // configuration, in an order rotated from round to round, so that noise
@@ -49,7 +50,7 @@ type options struct {
 func parseFlags() (options, error) {
 	var o options
 	quick := flag.Bool("quick", false, "a run of a few seconds: 1 round, short windows (for CI)")
-	run := flag.String("run", "sat,paced,single,burst,allocs", "scenarios to run, comma-separated: sat, paced, single, burst, allocs, busy (paced with another process spinning on every core) and takes (machine-ID takes on a server of each lease store); the last two are not run by default")
+	run := flag.String("run", "sat,paced,single,burst,allocs", "scenarios to run, comma-separated: sat, paced, single, burst, allocs, busy (paced with another process spinning on every core) takes (machine-ID takes on a server of each lease store) and restart (a Redis restart under two live holders); the last three are not run by default")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the saturation, paced and single-call scenarios")
 	flag.DurationVar(&o.window, "window", 300*time.Millisecond, "saturation window per generator and G")
 	gs := flag.String("g", "1,2,16,256", "goroutine counts for saturation")
@@ -88,7 +89,7 @@ func parseScenarios(list string) (map[string]bool, error) {
 	run := map[string]bool{}
 	for _, s := range strings.Split(list, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "single", "burst", "allocs", "sat", "paced", "busy", "takes":
+		case "single", "burst", "allocs", "sat", "paced", "busy", "takes", "restart":
 			run[s] = true
 		case "":
 		default:
@@ -133,7 +134,7 @@ func main() {
 }
 
 // run runs the scenarios o asks for and prints their tables. It returns
-// false if ringflake issued a duplicate.
+// false if ringflake issued a duplicate, or a restart round failed.
 func run(o options) bool {
 	began := time.Now()
 	peers, skipped := newPeers()
@@ -168,9 +169,13 @@ func run(o options) bool {
 	if o.run["takes"] {
 		takes(o)
 	}
+	restartOK := !o.run["restart"] || restarts(o)
 	printNotes(peers)
 	sum.print()
 	fmt.Printf("\ntotal run time %.1fs\n", time.Since(began).Seconds())
+	if !restartOK {
+		return false
+	}
 	for _, p := range peers {
 		if dups[p].dups > 0 && p.name == "ringflake" {
 			return false

@@ -276,7 +276,7 @@ func printMachine(out io.Writer, o options) {
 	fmt.Fprintf(out, "machine: %s, %d cores, GOMAXPROCS=%d, %s %s/%s, kernel %s; %s; %s\n", cpu, runtime.NumCPU(),
 		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernel, rev, time.Now().UTC().Format(time.RFC3339))
 	scen := []string{}
-	for _, s := range []string{"sat", "paced", "busy", "single", "burst", "allocs", "takes"} {
+	for _, s := range []string{"sat", "paced", "busy", "single", "burst", "allocs", "takes", "restart"} {
 		if o.run[s] {
 			scen = append(scen, s)
 		}
