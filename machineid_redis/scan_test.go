@@ -60,7 +60,7 @@ func commandsRun(t *testing.T, c *redis.Client, fn func()) int {
 
 // takeCost bounds the commands of one take: per ID held before the first
 // free one, one PTTL; then the commands whatever the range (the token's
-// trace, the restart floor's INFO and TIME, the free ID's PTTL and HGET,
+// trace, the restart floor's INFO, TIME and start marker, the free ID's PTTL and HGET,
 // the lease, owner hash and mark).
 const takeCost = 20
 
@@ -122,7 +122,7 @@ func TestTakeCostWith200Holders(t *testing.T) {
 var fullScan = redis.NewScript(luaTake + `
 local prefix, marks = ARGV[1], KEYS[1]
 local lo, hi, now = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local floor = restartFloor(tonumber(ARGV[5]))
+local floor = restartFloor(prefix, tonumber(ARGV[5]))
 local best, bestMark = nil, nil
 for i = lo, hi do
   if redis.call('EXISTS', prefix .. 'LEASE:' .. i) == 0 then

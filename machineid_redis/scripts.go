@@ -12,6 +12,9 @@ import "github.com/redis/go-redis/v9"
 //	                                 Unix epoch on the holders' clocks; no TTL
 //	<prefix>IP_MACHINE_ID_MAPPING    hash host -> id (host mode)
 //	<prefix>MAX_ID                   string: the last id handed out (host mode)
+//	<prefix>START                    string "<run_id> <ms>": the server's time,
+//	                                 ms, when a script first read its start
+//	                                 in the process run_id names (serverStart)
 //
 // Scripts touch only keys in the prefix's slot. KEYS carries the fixed keys
 // so a Cluster client routes the call to the slot's node; the per-ID and
@@ -57,11 +60,10 @@ end
 -- holder issued below its After, which the generator never issues at or
 -- below for as long as it holds the ID. Once the server has been up for
 -- restart plus the slack, the floor is in the past on every clock within
--- the bound, and costs a newcomer no wait. The server's time and its
--- uptime are read in one run (serverStart), so a call that runs late gets
--- the same floor.
-local function restartFloor(restart)
-  return serverStart() + restart
+-- the bound, and costs a newcomer no wait. The start is read in the run
+-- (serverStart), so a call that runs late gets the same floor.
+local function restartFloor(prefix, restart)
+  return serverStart(prefix) + restart
 end
 
 -- markOf returns the id's mark, or floor if that is later.
@@ -124,15 +126,56 @@ local function serverMs()
   return math.floor(serverUs() / 1000)
 end
 
--- serverStart returns when the server started, in ms on its clock: its
--- time less its uptime. uptime_in_seconds is a difference of whole
--- seconds and can read up to a second high, hence the second taken off:
--- the start is never more than a millisecond (its floor) earlier than the
--- true one, nor more than about two seconds later.
-local function serverStart()
-  local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
-  local upMs = math.max((tonumber(up or '0') or 0) - 1, 0) * 1000
-  return serverMs() - upMs
+-- serverStart returns when the server started, in ms on its clock: the
+-- earlier of two readings, each after the process's start, less a
+-- millisecond at most (a reading in whole ms), so after every time read
+-- by the processes before it: what the restart floor and a ride rely on
+-- (machineid.RestartError), a mark they capped being below start +
+-- restart.
+--
+--   - The end of the second it started in, by its uptime: INFO's
+--     uptime_in_seconds counts whole seconds from the second the process
+--     started in (a time(NULL)) to its clock, cached no later than TIME,
+--     read after INFO; so TIME's whole second less the uptime is that
+--     second or a later one, and its end is after the start. Up to a
+--     second late; it does not move while the server runs (CONFIG
+--     RESETSTAT leaves the uptime alone), except a second later when TIME
+--     has just passed the cache's second.
+--   - The marker <prefix>START, "<run_id> <ms>": the server's time when a
+--     script first read the start in the process that run_id names. A
+--     script that finds it missing, or naming another process, sets it to
+--     the time now, read by this process, so after its start. Whoever
+--     wrote a marker, its time was read by the process it names (a script
+--     writes only its own run_id, and replicas and snapshots copy the
+--     pair whole), so a marker naming this process holds a time of this
+--     process. A restart gives a new run_id; a snapshot loaded, or a
+--     replica promoted, carries an older process's run_id, which this one
+--     replaces. A flush or an eviction of the marker only sets it later.
+--     It is as late as the first call after a restart, which holders make
+--     soon after a restart: a holder riding it out pauses for as little
+--     longer. After a restart that no one called for a while, the uptime
+--     keeps the start where it was, so the first newcomers do not wait
+--     for a floor counted from their own call.
+--
+-- Rolling a running process back (DEBUG RELOAD of an older snapshot, say)
+-- keeps its run_id and its start: like a flush, outside what the floor
+-- covers.
+local function serverStart(prefix)
+  local info = redis.call('INFO', 'server')
+  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)') or '0') or 0
+  local now = serverMs() -- after INFO: see above
+  local start = math.min((math.floor(now / 1000) - up + 1) * 1000, now)
+  local run = string.match(info, 'run_id:(%x+)')
+  if not run then
+    return start
+  end
+  local key = prefix .. 'START'
+  local owner, at = string.match(redis.call('GET', key) or '', '^(%x+) (%d+)$')
+  if owner ~= run then
+    at = now
+    redis.call('SET', key, run .. ' ' .. string.format('%.0f', now))
+  end
+  return math.min(tonumber(at), start)
 end
 
 -- capped returns to, but no more than ahead + slack past the server's
@@ -204,7 +247,7 @@ local id, after = mine(prefix, token)
 if id then
   return take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
-local floor = restartFloor(restart)
+local floor = restartFloor(prefix, restart)
 local prefer = tonumber(ARGV[11] or '-1')
 if prefer >= lo and prefer <= hi and redis.call('EXISTS', prefix .. 'LEASE:' .. prefer) == 0 then
   return take(prefix, token, marks, prefer, markOf(marks, prefer, floor), ttl, untilMs, ahead, slack)
@@ -272,7 +315,7 @@ local lease = prefix .. 'LEASE:' .. id
 if redis.call('EXISTS', lease) == 1 then
   return {-2, id, redis.call('PTTL', lease)}
 end
-return take(prefix, token, marks, id, markOf(marks, id, restartFloor(restart)), ttl, untilMs, ahead, slack)
+return take(prefix, token, marks, id, markOf(marks, id, restartFloor(prefix, restart)), ttl, untilMs, ahead, slack)
 `)
 
 // renew extends the token's lease on id and raises the mark to until,
@@ -281,8 +324,13 @@ return take(prefix, token, marks, id, markOf(marks, id, restartFloor(restart)), 
 //	KEYS[1] marks
 //	ARGV    prefix, token, id, ttl ms, until ms, ahead ms, slack ms
 //	returns {1, mark, server µs}; {0, server's start ms} when no lease is
-//	on id (the Holder may ride out a restart with it); {-1} when another
-//	owner holds it
+//	on id; {-1, server's start ms} when another owner holds it
+//
+// The Holder may ride out a restart with the start in either case
+// (machineid.RestartError): a take of id by another holder on a server
+// that started after the token's last confirmed call inherited at least
+// that start + restart, past the ceiling of the ride, as a take of a free
+// id would.
 var renew = redis.NewScript(luaClock + `
 local prefix, token, marks, id = ARGV[1], ARGV[2], KEYS[1], ARGV[3]
 local ttl, untilMs, ahead = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -291,9 +339,9 @@ local lease = prefix .. 'LEASE:' .. id
 local holder = redis.call('GET', lease)
 if holder ~= token then
   if holder then
-    return {-1}
+    return {-1, serverStart(prefix)}
   end
-  return {0, serverStart()}
+  return {0, serverStart(prefix)}
 end
 redis.call('PEXPIRE', lease, ttl)
 redis.call('PEXPIRE', prefix .. 'OWNER:' .. token, ttl)
