@@ -8,7 +8,8 @@ import (
 )
 
 // A holding rides out its store's restart. When a renewal finds the lease
-// gone from a store that restarted (a [*RestartError]), the holding that
+// lost on a store that restarted (a [*RestartError]: gone, or taken by
+// another holder on the restarted store), the holding that
 // was confirmed stays usable below a ceiling, with no deadline, while the
 // Holder takes a lease again at once; the watchers go on seeing it, with
 // the ceiling as its Until, until the marks' clock passes the ceiling, and
@@ -25,7 +26,11 @@ import (
 // an instance that started after the one that ran the call died. If the
 // answering instance is the one that ran it (a flush or an eviction that
 // rounding let through), its takes inherit at least Start + Floor, past
-// the ceiling, since Start is after c. So:
+// the ceiling, since Start is after c. The argument is about every take
+// of the ID since c, free or not, so the ride is as safe when the renewal
+// finds another holder on the ID as when it finds none: that holder took
+// it on an instance started after c, past the ceiling; the Holder then
+// takes another ID (its Prefer is taken). So:
 //   - the answer must come before the deadline: one that came later could
 //     come from a server that restarted after a newcomer took the ID, on
 //     the old server once the lease had run out there, below the ceiling;

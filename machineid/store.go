@@ -50,7 +50,7 @@ type Store interface {
 	// not be asked, and the lease may still be held.
 	// A store that lost its data in a restart, and can say when the
 	// instance that answers started, returns a [*RestartError] for a
-	// lease it finds gone.
+	// lease it finds gone or another token's.
 	Renew(ctx context.Context, c Claim, id int64) (Grant, error)
 
 	// Release frees what c.Token holds, id or, when id is -1 (a Take
@@ -181,10 +181,10 @@ type Limits struct {
 }
 
 // RestartError is the error a [Store]'s Renew may return, wrapping
-// [ErrLeaseLost], when it finds no lease at all on the ID (not another
-// token's) and knows when the instance of the store that answered started,
-// as a Redis server without persistence does. A store that returns it
-// promises, on its reference clock (Grant.Clock):
+// [ErrLeaseLost], when it finds the token's lease on the ID gone (no lease,
+// or another token's) and knows when the instance of the store that
+// answered started, as a Redis server without persistence does. A store
+// that returns it promises, on its reference clock (Grant.Clock):
 //   - every Take this instance grants, of any ID, inherits an After at or
 //     past Start + Floor;
 //   - every Take that an instance started after a call whose Grant.Clock

@@ -388,3 +388,91 @@ func TestLapsedHolderDoesNotRide(t *testing.T) {
 	assert.Zero(t, len(dups), "IDs issued by both H and N (%d by H, %d by N), first ones: %v", rh.issued, rn.issued, dups[:min(len(dups), 3)])
 	assert.Positive(t, rn.issued, "N should issue: the world this test is about")
 }
+
+// TestRideWhenANewcomerTookTheID restarts Redis under a live holder H of
+// ID 0, in a range of two, and has a newcomer N take ID 0 on the restarted
+// server before H's next renewal. That renewal finds another owner on a
+// server that started after H's last confirmation, at c: N inherited that
+// start + TTL + bound, past H's ceiling, c + TTL + bound, as any take on
+// that server does. So H rides as if it had found the ID free: it goes on
+// issuing on ID 0 below its ceiling, takes ID 1 (ID 0, which it asks for,
+// is N's), and issues on it once its clock passes the floor. Its pause is
+// bounded as TestLiveHoldersRideARestart's, where stopping at the renewal
+// cost it the whole floor, and no ID may repeat.
+func TestRideWhenANewcomerTookTheID(t *testing.T) {
+	t.Parallel()
+	const life = 3 * time.Second
+	srv := settled(t, life+2*bound)
+	var hc cutter
+	h := leased(t, hc.client(t, srv.Addr), machineid.WithRange(0, 1), machineid.WithTTL(life))
+	hs := changes(t, h)
+	gh, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(h), ringflake.WithMaxWait(-1))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = gh.Close() })
+	led := newLedger()
+	var end atomic.Pointer[time.Time]
+	stop := func(*run) bool {
+		at := end.Load()
+		return at != nil && time.Now().After(*at)
+	}
+	rh, rn := &run{who: "H"}, &run{who: "N"}
+	var eg errgroup.Group
+	eg.Go(func() error { rh.issue(gh, led, stop); return nil })
+	defer func() {
+		now := time.Now()
+		end.CompareAndSwap(nil, &now)
+		_ = eg.Wait()
+	}()
+
+	c := renewed(t, hs, life) // H's last confirmation before the restart
+	require.Equal(t, int64(0), c.ID)
+	hc.set(true) // H's next renewal comes after N's take
+	down := time.Now()
+	srv.Stop()
+	srv.Restart()
+	downtime := time.Since(down)
+	n := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithTTL(life))
+	id, err := n.MachineID(acquireCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, int64(0), id, "N takes H's ID on the restarted server")
+	hc.set(false)
+
+	var gn *ringflake.Generator
+	made := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*life)
+		defer cancel()
+		var err error
+		gn, err = ringflake.New(ctx, ringflake.WithMachineIDSource(n), ringflake.WithMaxWait(-1))
+		made <- err
+	}()
+	require.NoError(t, <-made, "N waits out the restart floor")
+	t.Cleanup(func() { _ = gn.Close() })
+	stopAt := time.Now().Add(2 * time.Second)
+	end.Store(&stopAt)
+	eg.Go(func() error { rn.issue(gn, led, stop); return nil })
+	require.NoError(t, eg.Wait())
+
+	dups := led.repeats()
+	assert.Zero(t, len(dups), "IDs issued by both H and N (%d by H, %d by N), first ones: %v", rh.issued, rn.issued, dups[:min(len(dups), 3)])
+	assert.Positive(t, rn.issued, "N should issue on ID 0 once past the floor: the world this test is about")
+	var rode, moved int
+	led.mu.Lock()
+	for id, who := range led.ids {
+		p := gh.Layout().Decompose(id)
+		switch {
+		case who != "H":
+		case p.Machine == 0 && p.Time.After(c.Until):
+			rode++
+		case p.Machine == 1:
+			moved++
+		}
+	}
+	led.mu.Unlock()
+	assert.Positive(t, rode, "H should ride: issue on ID 0 past its last confirmed mark %v, below its ceiling, after N took the ID", c.Until)
+	assert.Positive(t, moved, "H should take ID 1 and issue on it")
+	limit := life/3 + life/10 + downtime + 2*time.Second
+	assert.LessOrEqual(t, rh.gap, limit, "H paused %v across the restart; want at most TTL/3 + TTL/10 + the downtime + 2s = %v", rh.gap, limit)
+	t.Logf("H: longest pause %v, %d calls refused, %d IDs issued (%d on ID 0 past its last mark, %d on ID 1); N: %d issued; Redis down %v",
+		rh.gap.Round(time.Millisecond), rh.refused, rh.issued, rode, moved, rn.issued, downtime.Round(time.Millisecond))
+}

@@ -172,30 +172,34 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machine
 		return machineid.Grant{}, err
 	case len(res) == 3 && res[0] == 1:
 		return machineid.Grant{ID: id, Until: msTime(res[1]), Clock: serverTime(res[2])}, nil
-	case len(res) == 1 && res[0] == -1:
-		return machineid.Grant{}, fmt.Errorf("%w: machine ID %d was taken by another owner", machineid.ErrLeaseLost, id)
 	}
-	gone := fmt.Errorf("%w: machine ID %d is gone from Redis (expired on the server, deleted, or lost in a restart)", machineid.ErrLeaseLost, id)
-	if len(res) == 2 && res[0] == 0 && res[1] > 0 {
-		return machineid.Grant{}, restarted(c, id, res[1], gone)
+	lost := fmt.Errorf("%w: machine ID %d is gone from Redis (expired on the server, deleted, or lost in a restart)", machineid.ErrLeaseLost, id)
+	if len(res) > 0 && res[0] == -1 {
+		lost = fmt.Errorf("%w: machine ID %d was taken by another owner", machineid.ErrLeaseLost, id)
 	}
-	return machineid.Grant{}, gone
+	if len(res) == 2 && (res[0] == 0 || res[0] == -1) && res[1] > 0 {
+		return machineid.Grant{}, restarted(c, id, res[1], lost)
+	}
+	return machineid.Grant{}, lost
 }
 
-// restarted is Renew's error for a lease gone from a server that started
-// at startMs on its clock. Every take inherits the restart floor, the
+// restarted is Renew's error for a lease lost, gone or another owner's,
+// on a server that started at startMs on its clock: the Holder judges
+// whether that start allows a ride (machineid.RestartError, whose promise
+// covers every take since the holding's last confirmed call, whoever
+// took the ID). Every take inherits the restart floor, the
 // server's start plus restartMs(c) (scripts.go), and a server started
 // after a script's run counts its start after that run's TIME, less a
 // millisecond at most: the start is in whole ms, TIME in µs. The Floor
 // promised is therefore the restart floor's offset less that millisecond.
 // It holds for holders that share the TTL and the clock bound, as the
 // restart floor itself does.
-func restarted(c machineid.Claim, id, startMs int64, gone error) error {
+func restarted(c machineid.Claim, id, startMs int64, lost error) error {
 	return &machineid.RestartError{
 		ID:    id,
 		Start: time.UnixMilli(startMs),
 		Floor: time.Duration(restartMs(c)-1) * time.Millisecond,
-		Err:   gone,
+		Err:   lost,
 	}
 }
 
