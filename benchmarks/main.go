@@ -45,6 +45,7 @@ type options struct {
 	cpuProfile string
 	quick      bool
 	holders    int
+	restartTTL time.Duration
 }
 
 func parseFlags() (options, error) {
@@ -62,6 +63,7 @@ func parseFlags() (options, error) {
 	peers := flag.String("peers", "", "only generators whose name contains one of these, comma-separated")
 	flag.IntVar(&o.bufIDs, "buf", 8<<20, "IDs kept per saturation run for the duplicate check")
 	flag.IntVar(&o.holders, "holders", 200, "holders taking machine IDs one after another in the takes scenario")
+	flag.DurationVar(&o.restartTTL, "restart-ttl", 3*time.Second, "the holders' lease TTL in the restart scenario, 1s to 5m")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (with -peers to profile one generator)")
 	flag.Parse()
 	o.quick = *quick
@@ -77,6 +79,9 @@ func parseFlags() (options, error) {
 	}
 	if *peers != "" {
 		o.peerFilter = strings.Split(*peers, ",")
+	}
+	if o.restartTTL < time.Second || o.restartTTL > 5*time.Minute {
+		return o, fmt.Errorf("restart-ttl must be 1s to 5m, Redis's bounds")
 	}
 	if o.rounds < 1 || o.window <= 0 || o.pacedDur <= 0 || o.rate <= 0 || o.pacedG < 1 || o.batches < 1 || o.bursts < 1 || o.holders < 1 {
 		return o, fmt.Errorf("rounds, window, paced, rate, paced-g, batches, bursts and holders must be positive")

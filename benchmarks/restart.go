@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -19,16 +18,14 @@ import (
 
 // The restart scenario measures what a Redis restart costs live holders:
 // two holders of one range, each issuing about one ID a millisecond at a
-// TTL of 3s, and a restart of Redis, without persistence, at a random
-// point of their renewal period. Each holder's longest stretch without an
+// TTL of 3s (-restart-ttl), and a restart of Redis, without persistence,
+// at a point of their renewal period that moves evenly through it from
+// round to round, the same points in every run, so that two runs compare. Each holder's longest stretch without an
 // ID and its calls refused are recorded; every ID is checked for repeats.
 // Each round has a server of its own, up long enough that the holders take
 // their IDs at once.
 
-const (
-	restartTTL   = 3 * time.Second
-	restartBound = 2 * time.Second // the clock bound, the default
-)
+const restartBound = 2 * time.Second // the clock bound, the default
 
 // restartRun is one holder's figures in one round.
 type restartRun struct {
@@ -50,15 +47,17 @@ func restarts(o options) bool {
 	for i := range o.rounds {
 		progress("restart: round %d of %d ...", i+1, o.rounds)
 		var r restartRound
-		err := withTB(func(tb testing.TB) { r = restartOnce(tb) })
+		// The restart comes this far into the renewal period (TTL/3).
+		at := o.restartTTL / 3 * time.Duration(2*i+1) / time.Duration(2*o.rounds)
+		err := withTB(func(tb testing.TB) { r = restartOnce(tb, o.restartTTL, at) })
 		if err != nil {
 			fmt.Printf("restart: round %d failed: %v\n", i+1, err)
 			return false
 		}
 		rounds = append(rounds, r)
 	}
-	w := table(fmt.Sprintf("(7) A Redis restart under two live holders, each issuing about one ID a ms, TTL %v, clock bound %v, the restart at a random point of the renewal period; %d rounds: "+
-		"pause = a holder's longest time without an ID, refused = its calls refused meanwhile", restartTTL, restartBound, len(rounds)))
+	w := table(fmt.Sprintf("(7) A Redis restart under two live holders, each issuing about one ID a ms, TTL %v, clock bound %v, the restart at points spread evenly over the renewal period; %d rounds: "+
+		"pause = a holder's longest time without an ID, refused = its calls refused meanwhile", o.restartTTL, restartBound, len(rounds)))
 	fmt.Fprintln(w, "round\tdowntime ms\tpause ms (each holder)\trefused (each holder)\trepeats")
 	var gaps, refused []float64
 	dups := 0
@@ -78,10 +77,11 @@ func restarts(o options) bool {
 	return dups == 0
 }
 
-// restartOnce runs one round on a server of its own.
-func restartOnce(tb testing.TB) restartRound {
+// restartOnce runs one round on a server of its own, at a TTL of ttl,
+// restarting it at into the renewal period.
+func restartOnce(tb testing.TB, ttl, at time.Duration) restartRound {
 	srv := redistest.Start(tb)
-	srv.WaitUptime(restartTTL + 2*restartBound) // past the restart floor: the takes are at once
+	srv.WaitUptime(ttl + 2*restartBound) // past the restart floor: the takes are at once
 	var (
 		mu   sync.Mutex
 		seen = map[ringflake.ID]bool{}
@@ -93,7 +93,7 @@ func restartOnce(tb testing.TB) restartRound {
 	for i := range r.runs {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
 		tb.Cleanup(func() { _ = c.Close() })
-		h, err := machineid_redis.New(c, machineid.WithRange(0, 1), machineid.WithTTL(restartTTL))
+		h, err := machineid_redis.New(c, machineid.WithRange(0, 1), machineid.WithTTL(ttl))
 		if err != nil {
 			tb.Fatalf("machineid_redis.New: %v", err)
 		}
@@ -134,14 +134,15 @@ func restartOnce(tb testing.TB) restartRound {
 			}
 		})
 	}
-	// A random point of the renewal period, once the holders have renewed.
-	time.Sleep(restartTTL/2 + rand.N(restartTTL/3))
+	// at into the renewal period, once the holders have renewed once,
+	// TTL/3 after their takes.
+	time.Sleep(ttl/3 + at)
 	down := time.Now()
 	srv.Stop()
 	srv.Restart()
 	r.downtime = time.Since(down)
 	// Past the ride's ceiling and the new holding's floor, with room.
-	time.Sleep(restartTTL + restartBound + restartTTL)
+	time.Sleep(ttl + restartBound + ttl)
 	close(stop)
 	wg.Wait()
 	return r
