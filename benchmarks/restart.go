@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -19,8 +20,12 @@ import (
 // The restart scenario measures what a Redis restart costs live holders:
 // two holders of one range, each issuing about one ID a millisecond at a
 // TTL of 3s (-restart-ttl), and a restart of Redis, without persistence,
-// at a point of their renewal period that moves evenly through it from
-// round to round, the same points in every run, so that two runs compare. Each holder's longest stretch without an
+// at a point of their renewal period drawn at random, from the same seed in
+// every run, so that two runs compare. The holders take their IDs at a
+// point of Redis's second drawn likewise: waiting for Redis's uptime ends
+// just past one of its whole seconds, and at a TTL of 3s the renewals would
+// then stay there, which no fleet does, and the start Redis reads in whole
+// seconds would always be as late as it can be. Each holder's longest stretch without an
 // ID and its calls refused are recorded; every ID is checked for repeats.
 // Each round has a server of its own, up long enough that the holders take
 // their IDs at once.
@@ -44,19 +49,19 @@ type restartRound struct {
 // restarts runs the restart scenario and prints its table.
 func restarts(o options) bool {
 	var rounds []restartRound
+	rnd := rand.New(rand.NewPCG(31, 3))
 	for i := range o.rounds {
 		progress("restart: round %d of %d ...", i+1, o.rounds)
 		var r restartRound
-		// The restart comes this far into the renewal period (TTL/3).
-		at := o.restartTTL / 3 * time.Duration(2*i+1) / time.Duration(2*o.rounds)
-		err := withTB(func(tb testing.TB) { r = restartOnce(tb, o.restartTTL, at) })
+		skew, at := time.Duration(rnd.Int64N(int64(time.Second))), time.Duration(rnd.Int64N(int64(o.restartTTL/3)))
+		err := withTB(func(tb testing.TB) { r = restartOnce(tb, o.restartTTL, skew, at) })
 		if err != nil {
 			fmt.Printf("restart: round %d failed: %v\n", i+1, err)
 			return false
 		}
 		rounds = append(rounds, r)
 	}
-	w := table(fmt.Sprintf("(7) A Redis restart under two live holders, each issuing about one ID a ms, TTL %v, clock bound %v, the restart at points spread evenly over the renewal period; %d rounds: "+
+	w := table(fmt.Sprintf("(7) A Redis restart under two live holders, each issuing about one ID a ms, TTL %v, clock bound %v, the restart at a random point of the renewal period (seeded: the same in every run); %d rounds: "+
 		"pause = a holder's longest time without an ID, refused = its calls refused meanwhile", o.restartTTL, restartBound, len(rounds)))
 	fmt.Fprintln(w, "round\tdowntime ms\tpause ms (each holder)\trefused (each holder)\trepeats")
 	var gaps, refused []float64
@@ -77,11 +82,13 @@ func restarts(o options) bool {
 	return dups == 0
 }
 
-// restartOnce runs one round on a server of its own, at a TTL of ttl,
-// restarting it at into the renewal period.
-func restartOnce(tb testing.TB, ttl, at time.Duration) restartRound {
+// restartOnce runs one round on a server of its own, at a TTL of ttl: the
+// holders take their IDs skew past one of Redis's whole seconds, and it
+// restarts at into their renewal period.
+func restartOnce(tb testing.TB, ttl, skew, at time.Duration) restartRound {
 	srv := redistest.Start(tb)
 	srv.WaitUptime(ttl + 2*restartBound) // past the restart floor: the takes are at once
+	time.Sleep(skew)
 	var (
 		mu   sync.Mutex
 		seen = map[ringflake.ID]bool{}
