@@ -151,11 +151,11 @@ end
 --     process. A restart gives a new run_id; a snapshot loaded, or a
 --     replica promoted, carries an older process's run_id, which this one
 --     replaces. A flush or an eviction of the marker only sets it later.
---     It is as late as the first call after a restart, which holders make
---     soon after a restart: a holder riding it out pauses for as little
---     longer. After a restart that no one called for a while, the uptime
---     keeps the start where it was, so the first newcomers do not wait
---     for a floor counted from their own call.
+--     It is as late as the first call after a restart: the sooner any
+--     holder calls, the shorter the pause of the holders riding it out.
+--     After a restart that no one called for a while, the uptime keeps
+--     the start where it was, so the first newcomers do not wait for a
+--     floor counted from their own call.
 --
 -- Rolling a running process back (DEBUG RELOAD of an older snapshot, say)
 -- keeps its run_id and its start: like a flush, outside what the floor
