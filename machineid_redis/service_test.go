@@ -313,8 +313,11 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 			// restart floor (which every take inherits, on every clock):
 			// the clock check is off, as the marks are what is tested.
 			clockA := fakeclock.New(time.Now().Add(time.Hour).Truncate(time.Second))
-			off := machineid.WithMaxClockOffset(-1)
-			a := leased(t, c, machineid.WithRange(0, tt.ids-1), off) // New hands it the generator's clock
+			// The marks are what is tested, not expiry: a TTL of 3 s gives
+			// each call a timeout of 1 s, which a loaded machine meets
+			// (at 1 s, A's release missed its 333 ms once under load).
+			off, long := machineid.WithMaxClockOffset(-1), machineid.WithTTL(3*ttl)
+			a := leased(t, c, machineid.WithRange(0, tt.ids-1), off, long) // New hands it the generator's clock
 			// A generous MaxWait rides out a lease that lapses on a loaded machine.
 			ga, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(a), ringflake.WithClock(clockA.Now), ringflake.WithMaxWait(10*ttl))
 			require.NoError(t, err)
@@ -330,7 +333,7 @@ func TestRestartWithClockBehindReusesNoTicks(t *testing.T) {
 			// The process restarts with its clock 5s behind. New waits, in
 			// real time, for the clock to pass the mark its ID inherited.
 			clockB := fakeclock.New(clockA.Now().Add(-5 * time.Second))
-			b := leased(t, c, machineid.WithRange(0, tt.ids-1), off)
+			b := leased(t, c, machineid.WithRange(0, tt.ids-1), off, long)
 			type made struct {
 				g   *ringflake.Generator
 				err error
