@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -67,7 +66,7 @@ type store struct {
 	keys []string // the scripts' KEYS; written once by New
 	late late     // the error of a call eval gave up on
 
-	inflight sync.WaitGroup // calls running, even those eval gave up on
+	inflight calls // calls running, even those eval gave up on
 }
 
 // New returns a Holder of machine IDs leased from Redis through client, a
