@@ -86,7 +86,8 @@ type replay struct {
 	srv    *redistest.Server
 	base   time.Time // the real time of the trace's time 0
 	layout ringflake.Layout
-	stop   chan struct{} // closed at the trace's end
+	stop   chan struct{}   // closed at the trace's end
+	ctx    context.Context // ends at the trace's end: New waits no longer
 
 	mu     sync.Mutex              // protects the fields below
 	ids    map[ringflake.ID]string // who issued each ID
@@ -131,7 +132,9 @@ func runReplay(t *testing.T, tr *leasesim.Trace) *replay {
 	require.Equal(t, "redis", tr.Store, "a replay needs a trace of a Redis world")
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	base := time.Now().Truncate(time.Second)
-	r := &replay{tr: tr, srv: redistest.Start(t), base: base, stop: make(chan struct{}), ids: map[ringflake.ID]string{},
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &replay{tr: tr, srv: redistest.Start(t), base: base, stop: make(chan struct{}), ctx: ctx, ids: map[ringflake.ID]string{},
 		layout: ringflake.Layout{TimeBits: tr.TimeBits, MachineBits: tr.MachineBits, SequenceBits: tr.SequenceBits,
 			Tick: µs(tr.Tick), Epoch: base.Add(-time.Hour)}}
 	hosts := make([]*replayHost, tr.Procs)
@@ -183,6 +186,7 @@ func runReplay(t *testing.T, tr *leasesim.Trace) *replay {
 	}
 	r.sleepUntil(end)
 	close(r.stop)
+	cancel()
 	wg.Wait()
 	r.mu.Lock()
 	open := r.open
@@ -268,7 +272,8 @@ type replayGen struct {
 
 // start makes the generator of e, whose Holder asks for the machine ID the
 // world's generator got (a range of that ID alone), within New's deadline
-// in the world and a second more. It returns nil if New fails.
+// in the world and a second more, or the trace's end. It returns nil if
+// New fails.
 func (r *replay) start(h *replayHost, e leasesim.Event) *replayGen {
 	tr := r.tr
 	gt := &gate{h: h}
@@ -279,7 +284,7 @@ func (r *replay) start(h *replayHost, e leasesim.Event) *replayGen {
 	if err != nil {
 		panic(err) // the trace's options are the simulation's, which it checked
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), µs(e.Dur)+time.Second)
+	ctx, cancel := context.WithTimeout(r.ctx, µs(e.Dur)+time.Second)
 	defer cancel()
 	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(holder), ringflake.WithClock(h.now),
 		ringflake.WithLayout(r.layout), ringflake.WithRingSize(tr.Ring), ringflake.WithMaxWait(µs(tr.MaxWait)),
