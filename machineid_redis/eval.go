@@ -35,9 +35,9 @@ func (s *store) eval(ctx context.Context, sc *redis.Script, args ...any) ([]int6
 			cancel()
 		}
 	})
-	s.inflight.Add(1)
+	s.inflight.add()
 	go func() {
-		defer s.inflight.Done()
+		defer s.inflight.done()
 		defer cancel()
 		defer stop()
 		v, err := sc.Run(callCtx, s.client, s.keys, args...).Int64Slice()
@@ -61,6 +61,50 @@ func (s *store) eval(ctx context.Context, sc *redis.Script, args ...any) ([]int6
 		}
 		return nil, ctx.Err()
 	}
+}
+
+// calls counts the calls eval started that are still running, even those
+// it gave up on. A sync.WaitGroup cannot: settle may give up on its Wait,
+// and the Holder's next call then Adds from 0 while that Wait, woken as
+// the late call ended, has not yet returned, which panics ("WaitGroup is
+// reused before previous Wait has returned"). Here a wait is a channel,
+// closed when the count it was taken at has reached 0 and left for the
+// collector if no one waits on it any more.
+type calls struct {
+	mu    sync.Mutex    // protects n and empty
+	n     int           // calls running
+	empty chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (c *calls) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		c.empty = make(chan struct{})
+	}
+	c.n++
+}
+
+func (c *calls) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
+	if c.n == 0 {
+		close(c.empty)
+		c.empty = nil
+	}
+}
+
+// idle returns a channel closed once no call is running.
+func (c *calls) idle() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return c.empty
 }
 
 // late holds the error of the latest call that eval gave up on and that
@@ -89,11 +133,7 @@ func (l *late) get() error {
 // Redis before the release script looks for it. The Holder makes no other
 // call meanwhile.
 func (s *store) settle(ctx context.Context) {
-	idle := make(chan struct{})
-	go func() {
-		s.inflight.Wait()
-		close(idle)
-	}()
+	idle := s.inflight.idle()
 	wait := time.Second
 	if d, ok := ctx.Deadline(); ok {
 		wait = time.Until(d) / 2

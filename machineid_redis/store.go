@@ -7,12 +7,12 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -67,7 +67,7 @@ type store struct {
 	keys []string // the scripts' KEYS; written once by New
 	late late     // the error of a call eval gave up on
 
-	inflight sync.WaitGroup // calls running, even those eval gave up on
+	inflight calls // calls running, even those eval gave up on
 }
 
 // New returns a Holder of machine IDs leased from Redis through client, a
@@ -140,7 +140,7 @@ func defaultHost() (string, error) {
 // holder's clock, c.Now, and answer with the server's time, the reference.
 func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, error) {
 	now, ttl, until := c.Now.UnixMilli(), c.TTL.Milliseconds(), ceilMs(c.Until)
-	restart, slack := restartMs(c), slackMs(c)
+	restart, slack := s.mutantRestart(ctx, c, restartMs(c)), slackMs(c)
 	var (
 		res []int64
 		err error
@@ -270,7 +270,7 @@ func restartMs(c machineid.Claim) int64 {
 // slackMs is the scripts' slack: how far past the server's time, beyond
 // the TTL, a mark may be set, in ms; -1 for no cap.
 func slackMs(c machineid.Claim) int64 {
-	if c.MaxOffset < 0 {
+	if c.MaxOffset < 0 || mutant.On(mutantUncapped) {
 		return -1
 	}
 	return c.MaxOffset.Milliseconds()

@@ -52,6 +52,9 @@ func TestLeaseSim(t *testing.T) {
 		t.Fatalf("mutant %q: unknown, or an engine mutant in a build without -tags ringflake_mutant", *name)
 	}
 	if *seed != 0 {
+		if *traceFile != "" {
+			saveTrace(t, *seed)
+		}
 		res := runSeed(t, *seed, true)
 		fmt.Printf("leasesim: seed=%d %s\n", *seed, res.Params)
 		res.Log(os.Stdout)

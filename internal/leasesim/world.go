@@ -37,6 +37,7 @@ type world struct {
 	log *eventLog
 	srv *server
 	chk *checker
+	tr  *tracer // the trace (trace.go), nil when none is recorded
 
 	procs  []*proc
 	stop   chan struct{} // closed at the end, or at the first failure
@@ -262,7 +263,9 @@ func (w *world) restarts() {
 			w.powerLoss(r)
 			continue
 		}
-		w.srv.restart(between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0)
+		down, rollback := between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0
+		w.tr.add(Event{Op: OpRestart, Dur: us(down), Rollback: rollback})
+		w.srv.restart(down, rollback)
 		if !w.p.steps || r.IntN(2) == 0 {
 			continue
 		}
@@ -320,6 +323,7 @@ func (w *world) powerLoss(r *rand.Rand) {
 func (w *world) snapshots() {
 	r := rand.New(rand.NewPCG(w.seed, 500))
 	for w.sleepFault(between(r, 200*time.Millisecond, 3*time.Second)) && !w.isHealed() {
+		w.tr.add(Event{Op: OpSnapshot})
 		w.srv.snapshot()
 	}
 }
@@ -552,6 +556,7 @@ func (p *proc) start(inc *incarnation) bool {
 	inc.g = g
 	w.chk.mu.Unlock()
 	w.log.add(p.name(), "New of %s: machine ID %d", inc, g.Lease().ID)
+	w.tr.started(inc, began, g.Lease().ID, limit)
 	if sb := p.armed.Load(); sb != nil && !time.Now().Before(sb.from) && p.armed.CompareAndSwap(sb, nil) {
 		p.setOffset(time.Until(sb.to))
 	}
@@ -569,6 +574,7 @@ func (p *proc) took(began time.Time) time.Duration {
 func (p *proc) close(inc *incarnation) {
 	inc.closing.Store(true)
 	began := time.Now()
+	p.w.tr.add(Event{Op: OpClose, Proc: p.n, Inc: inc.n})
 	err := inc.g.Close()
 	c := p.w.p.call
 	p.w.chk.bound(inc, "Close", p.took(began), 2*c+c/10)
@@ -586,6 +592,7 @@ func (p *proc) crash(inc *incarnation) {
 	p.cl.dead.Store(true)
 	p.holder = nil
 	p.w.log.add(p.name(), "%s crashes", inc)
+	p.w.tr.add(Event{Op: OpCrash, Proc: p.n, Inc: inc.n})
 	p.w.goRun(func() {
 		<-p.w.stop
 		inc.closing.Store(true)
@@ -657,13 +664,16 @@ func (p *proc) drive() {
 	}
 	if w.p.pauses {
 		faults = append(faults, func() {
-			p.clk.pause.Store(int64(between(r, w.p.ttl, 2*w.p.ttl)))
+			d := between(r, w.p.ttl, 2*w.p.ttl)
+			w.tr.add(Event{Op: OpPause, Proc: p.n, Dur: us(d)})
+			p.clk.pause.Store(int64(d))
 		})
 	}
 	if w.p.cuts {
 		faults = append(faults, func() {
 			d := between(r, w.p.ttl*3/10, 2*w.p.ttl)
 			p.cut.Store(time.Now().Add(d).UnixNano())
+			w.tr.add(Event{Op: OpCut, Proc: p.n, Dur: us(d)})
 			w.log.add(p.name(), "cut off from the store for %v", d)
 		})
 	}
@@ -709,6 +719,7 @@ func (p *proc) setOffset(next time.Duration) {
 	next = min(next, p.w.p.ahead)
 	old := time.Duration(p.clk.offset.Swap(int64(next)))
 	p.w.noteAhead(next)
+	p.w.tr.offset(p, next)
 	p.w.log.add(p.name(), "clock steps by %v, to %v off", next-old, next)
 }
 

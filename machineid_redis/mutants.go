@@ -1,0 +1,62 @@
+package machineid_redis
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ringflake/ringflake/internal/mutant"
+	"github.com/ringflake/ringflake/machineid"
+)
+
+// The store's past logic, restored for machineid_redis's replay test
+// (replay_test.go) under the names of internal/leasesim's mutants of its
+// simulated store, which the simulation's seeds catch: a replay of such a
+// seed's trace against a real server must catch the real store so broken
+// too. Only a build with the tag ringflake_mutant can switch one on
+// (mutant.Set); in every other build mutant.On is the constant false, and
+// the branches that test it, with the code in them, are compiled away.
+const (
+	// mutantWindowFloor: the restart floor holds only while the server has
+	// run less than TTL + 2·bound, and is 0 after (issue 28's duplicate).
+	mutantWindowFloor = "window-floor"
+	// mutantShortFloor: the same with a window of TTL + bound, as before
+	// the simulation's clocks at the bound's edges found it too short.
+	mutantShortFloor = "short-floor"
+	// mutantUncapped: no mark is capped at TTL + bound past Redis's time.
+	mutantUncapped = "uncapped"
+)
+
+// offFloor is the restart argument that puts the restart floor far below
+// every mark (the scripts take the max of the two): no floor at all.
+const offFloor = -1e15
+
+// mutantRestart returns the acquire scripts' restart argument as a mutant
+// that gives the restart floor a window has it: restart while the server
+// has run less than the window, by its uptime read as the scripts read it
+// (whole seconds less one), and offFloor after. Without such a mutant, or
+// if the uptime cannot be read, restart as it is.
+func (s *store) mutantRestart(ctx context.Context, c machineid.Claim, restart int64) int64 {
+	if !mutant.On(mutantWindowFloor) && !mutant.On(mutantShortFloor) {
+		return restart
+	}
+	slack := time.Duration(restartMs(c))*time.Millisecond - c.TTL
+	window := c.TTL + slack
+	if mutant.On(mutantWindowFloor) {
+		window += slack
+	}
+	info, err := s.client.Info(ctx, "server").Result()
+	if err != nil {
+		return restart
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+			up, err := strconv.Atoi(v)
+			if err == nil && time.Duration(max(up-1, 0))*time.Second >= window {
+				return offFloor
+			}
+		}
+	}
+	return restart
+}
