@@ -111,11 +111,11 @@
 // covers it (ride-live): a call of its generator that begins at or after
 // the answer, at a, returns IDs within
 //
-//	W = c + Floor − max(its clock at a, the start of the tick after its latest) − 2 ticks
+//	W = c + Floor − its clock at a − 2 ticks
 //
 // where c is the store's clock in the call that last confirmed it, asked
-// where W is at least 120 ms and the sim can tell the Holder must ride
-// (ride.go states when). A Holder that does not ride issues nothing from a
+// where W is at least 120 ms, the generator's clock is past every tick it
+// issued, and the sim can tell the Holder must ride (ride.go states when). A Holder that does not ride issues nothing from a
 // until its clock passes the restart floor, Start + TTL + slack, at least
 // margin + slack − 1 ms past the ceiling c + Floor, and so past a + W.
 //

@@ -14,11 +14,14 @@ import (
 // then go on issuing: a call of its that begins at or after the answer, at
 // a, returns IDs within
 //
-//	W = c + Floor − max(its clock at a, the start of the tick after the latest it issued) − 2 ticks,
+//	W = c + Floor − its clock at a − 2 ticks,
 //
 // the ride's cover: its clock reaches the ceiling no sooner, and up to it
-// every tick past its latest is its own (the tick after the ceiling's and
-// the one its clock may be in are left out). Where W is under
+// every tick is its own (the tick after the ceiling's and the one its
+// clock may be in are left out). It is asked only of a generator whose
+// clock is past every tick it issued: one whose clock stepped back issues
+// only what its ring's later ticks have left until the clock is past them
+// again, ride or not. Where W is under
 // rideMinWindow the ride is too short to tell, and nothing is asked. A
 // Holder that did not ride, and waited out the restart floor (TTL + slack
 // past the restart) with no lease, issues nothing from a until its clock
@@ -140,11 +143,17 @@ func (k *checker) expectRide(p *proc, rs *restartAnswer, cf confirmed, ceil time
 		return // the ride before may still run, and a second one is not begun
 	}
 	k.mu.Lock()
-	g, after, last := inc.g, h.after, h.last
+	g, after, last := inc.g, h.after, int64(-1)
+	for _, hs := range k.byID {
+		for _, o := range hs {
+			if o.inc == inc {
+				last = max(last, o.last)
+			}
+		}
+	}
 	k.mu.Unlock()
-	top := later(clock, w.p.layout.Epoch.Add(time.Duration(last+1)*tick))
-	win := ceil.Sub(top) - 2*tick
-	if g == nil || w.tickOf(clock) <= w.tickOf(after) || win < rideMinWindow {
+	win := ceil.Sub(clock) - 2*tick
+	if g == nil || w.tickOf(clock) <= w.tickOf(after) || w.tickOf(clock) <= last || win < rideMinWindow {
 		return
 	}
 	w.log.add(p.name(), "%s must ride out the restart: a call within %v must issue (ceiling %s)", inc, win, w.at(ceil))
