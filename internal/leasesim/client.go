@@ -25,14 +25,14 @@ type client struct {
 	rate float64     // an observer's clock against the holders' (kind.observed)
 	dead atomic.Bool // the process crashed: no call reaches the store
 
-	rmu    sync.Mutex           // protects conf, takes and ceil (ride.go)
+	rmu    sync.Mutex           // protects conf, takes, ceil and rodeAt (ride.go)
 	conf   map[string]confirmed // each token's latest confirmation, as its Holder took it
 	takes  map[string]taken     // the takes delivered to each token since its latest renewal
 	ceil   time.Time            // the latest ceiling of a ride the Holder may have begun
 	rodeAt time.Time            // when it may have begun it
 
 	jmu   sync.Mutex // protects judge
-	judge judged     // what the Holder judged its clock by last: the latest take whose answer it got in time
+	judge judged     // what the Holder judged its clock by last: the latest take whose answer reached it
 
 	// Guarded by server.mu:
 	cur    *incarnation            // the generator whose New runs, or ran last
@@ -184,10 +184,11 @@ type judged struct {
 	ref    time.Duration
 	off    time.Duration
 	source string
-	moved  bool // the caller's clock stepped while the take ran: off may not be what it read
+	moved  bool // the caller's clock stepped or paused while the take ran: off may not be what it read
 }
 
-// lastJudged returns what the latest take whose answer came in time gave.
+// lastJudged returns what the latest take whose answer reached the Holder
+// gave it.
 func (c *client) lastJudged() judged {
 	c.jmu.Lock()
 	defer c.jmu.Unlock()
