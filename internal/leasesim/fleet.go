@@ -28,7 +28,9 @@ import (
 // The TTL left is counted at the true rate, not the world's: a leader's
 // clock runs at its host's rate, parts per million from the holders', and
 // the world's rate is there to test the Holder's margin, not this
-// estimate; the lease itself still ends on the store's clock.
+// estimate; the lease itself still ends on the store's clock, but its
+// record is read only while the TTL left at the true rate is not
+// negative, as the lease would be gone by then at etcd's own rate.
 
 // clockRec is a token's clock record, and the etcd lease it is attached to.
 type clockRec struct {
@@ -137,10 +139,15 @@ func (s *server) aged(r *clockRec) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	granted := r.ttl / time.Second
-	left := r.kept.Add(r.ttl).Sub(s.wall()) / time.Second // etcd truncates it to whole seconds
+	left := r.kept.Add(r.ttl).Sub(s.wall())
 	if left < 0 {
+		// Past its TTL at the true rate: a lease that the world's slower
+		// store clock keeps alive a while longer would, at etcd's own
+		// rate, be gone with its record (seed 4053 read one aged as 0 s
+		// left, a second too young).
 		return time.Time{}, false
 	}
+	left /= time.Second // etcd truncates it to whole seconds
 	age := max(time.Duration(granted-left)*time.Second-time.Second/2, 0)
 	return r.ns.Add(age), true
 }
