@@ -101,8 +101,9 @@
 // past its bound; an open generator never sees its
 // lease released; calls fail with the package's errors only; a take never
 // refuses a clock within the bound of the reference its store's reading
-// stands for (the true time, or on etcd the median of the offsets the
-// records it read were written with), less the clock's 2.5 ms quantum:
+// stands for (the true time, or on etcd the median of the offsets of the
+// records it read: each the clock recorded less the store's time at the
+// keep-alive that wrote it), less the clock's 2.5 ms quantum:
 // the Holder refuses only where |By| − Within passes the bound, so such a
 // refusal is a reading that strayed past its Within, as etcd's fleet clock
 // did for a renewal period after a leader change before D4 of issue 28
@@ -115,9 +116,10 @@
 //
 // where c is the store's clock in the call that last confirmed it, asked
 // where W is at least 120 ms, the generator's clock is past every tick it
-// issued, and the sim can tell the Holder must ride (ride.go states when). A Holder that does not ride issues nothing from a
-// until its clock passes the restart floor, Start + TTL + slack, at least
-// margin + slack − 1 ms past the ceiling c + Floor, and so past a + W.
+// issued, and the sim can tell the Holder must ride (ride.go states
+// when). A Holder that does not ride issues nothing from a until its clock
+// passes the restart floor, Start + TTL + slack, at least margin + slack −
+// 1 ms past the ceiling c + Floor, and so past a + W.
 //
 // Liveness: at the world's duration (20 s) it heals. Every fault stops,
 // every clock is set right, and the processes stop coming and going; from

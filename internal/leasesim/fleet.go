@@ -44,6 +44,10 @@ type clockRec struct {
 	// record stands for it: ns less the store's wall clock at the keep-alive
 	// of the renewal that wrote it. The reading estimates the median of the
 	// refs of the records it takes (the checker's reference; see refused).
+	// A renewal's request that was slow on its way records a clock read
+	// that much before its keep-alive, so its holder reads that much behind
+	// its true offset: machineid_etcd's estimate has that error, and the
+	// checks leave it out by taking the record as it stands.
 	ref time.Duration
 }
 
