@@ -43,7 +43,8 @@ import (
 // Holder ends a ride on a timer set for when its clock should pass the
 // ceiling, and a clock that stepped back and then forward past it leaves
 // the ride running, its ceiling passed, until the timer, up to the step
-// back later, as the check first found); the holding's generator is open, and stays open,
+// back later: with this condition taken out, seed 1900 fails so at
+// 19.106597s); the holding's generator is open, and stays open,
 // and its clock is past the tick of the holding's After. So every miss is
 // the engine's.
 
