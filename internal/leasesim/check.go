@@ -24,6 +24,8 @@ const (
 	invLive      = "released-live" // a generator's call saw its lease released: the lease went before the generator stopped
 	invTyped     = "typed"         // a call failed with an error that is not the package's
 	invLiveness  = "liveness"      // after the heal, a live process did not issue again within the bound
+	invRefused   = "refused"       // a take refused a clock that was within the bound of the store's reference
+	invRideLive  = "ride-live"     // a holding that must ride out a store's restart issued nothing within the ride's cover
 )
 
 // slack is what a bound allows past itself, in virtual time, where timers
@@ -335,6 +337,29 @@ func (k *checker) callError(inc *incarnation, err error) {
 		k.fail(invLive, "%s failed with its lease released (closing: %v): %v", inc, inc.closing.Load(), err)
 	case !errors.As(err, &ce) && !errors.Is(err, ringflake.ErrClosed):
 		k.fail(invTyped, "%s failed with %T, neither a *ClockError nor ErrClosed: %v", inc, err, err)
+	}
+}
+
+// refused checks a refusal of inc's clock for its offset, ce, against what
+// the take it judged by read, j: the clock must have been more than the
+// bound off the reference that the reading stands for, less the clock's
+// quantum (the Holder's reading rounds down by up to one). The Holder
+// refuses only where |By| − Within passes the bound, and an honest
+// reading is within its Within of the reference, and the true offset
+// within half the round trip of By; so a refusal of a clock within the
+// bound is a reading that strayed past its Within, as machineid_etcd's
+// fleet clock did after a leader change before D4 (fleet.go).
+//
+// A clock that stepped while the take ran, or paused, is not checked: the
+// Holder measured an offset it no longer has.
+func (k *checker) refused(inc *incarnation, j judged, ce *machineid.ClockOffsetError) {
+	b := k.w.p.bound
+	switch by := j.off - j.ref; {
+	case !j.read:
+		k.fail(invRefused, "%s was refused for its clock with no reading of the store's to judge it by: %v", inc, ce)
+	case b >= 0 && !j.moved && by.Abs() <= b-quantum:
+		k.fail(invRefused, "%s was refused for its clock, %v off %s, which stands for a reference %v off the true time, where its clock was %v off: within the bound %v: %v",
+			inc, ce.By, j.source, j.ref, j.off, b, ce)
 	}
 }
 

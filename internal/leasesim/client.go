@@ -3,6 +3,7 @@ package leasesim
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,15 @@ type client struct {
 	rate float64     // an observer's clock against the holders' (kind.observed)
 	dead atomic.Bool // the process crashed: no call reaches the store
 
+	rmu    sync.Mutex           // protects conf, takes, ceil and rodeAt (ride.go)
+	conf   map[string]confirmed // each token's latest confirmation, as its Holder took it
+	takes  map[string]taken     // the takes delivered to each token since its latest renewal
+	ceil   time.Time            // the latest ceiling of a ride the Holder may have begun
+	rodeAt time.Time            // when it may have begun it
+
+	jmu   sync.Mutex // protects judge
+	judge judged     // what the Holder judged its clock by last: the latest take whose answer reached it
+
 	// Guarded by server.mu:
 	cur    *incarnation            // the generator whose New runs, or ran last
 	tokens map[string]*incarnation // each token's generator: the one current when the store first saw it
@@ -40,7 +50,8 @@ var _ machineid.Store = (*client)(nil)
 
 func newClient(p *proc) *client {
 	w := p.w
-	c := &client{w: w, s: w.srv, p: p, r: rand.New(rand.NewPCG(p.r.Uint64(), p.r.Uint64())), tokens: map[string]*incarnation{}, seen: map[int64]sighting{}}
+	c := &client{w: w, s: w.srv, p: p, r: rand.New(rand.NewPCG(p.r.Uint64(), p.r.Uint64())), tokens: map[string]*incarnation{}, seen: map[int64]sighting{},
+		conf: map[string]confirmed{}, takes: map[string]taken{}}
 	c.rate = w.p.rate
 	return c
 }
@@ -140,29 +151,64 @@ func (c *client) back(ctx context.Context, f fault, what string) error {
 func (c *client) Take(ctx context.Context, cl machineid.Claim) (machineid.Grant, error) {
 	c.s.calls.Add(1)
 	defer c.s.calls.Done()
+	began := time.Now()
 	f := c.draw()
 	if err := c.there(ctx, f, "a take"); err != nil {
 		return machineid.Grant{}, err
 	}
-	g, err := c.s.take(c, cl, f.stale)
+	g, j, err := c.s.take(c, cl, f.stale)
 	if err := c.back(ctx, f, "a take"); err != nil {
 		return machineid.Grant{}, err
 	}
+	if err == nil {
+		c.took(cl.Token, g)
+		// The Holder read c.Now just before the call (up to a nap of the
+		// schedule's before it), or before a pause of its clock: a step
+		// since then, or a pause, leaves the offset it read unknown here.
+		clk := c.p.clk
+		j.moved = time.Unix(0, clk.moved.Load()).After(began.Add(-time.Millisecond)) ||
+			clk.pausedDuring(began.Add(-2*c.w.p.ttl-time.Millisecond), time.Now()) > 0
+		c.jmu.Lock()
+		c.judge = j
+		c.jmu.Unlock()
+	}
 	return g, err
+}
+
+// judged is what a take's answer gave the Holder to judge its clock by:
+// whether it had a reading, the reference's offset from the true time
+// (the fleet's, on etcd; 0 where the store reads its own clock) and the
+// caller's clock's offset, when the store answered.
+type judged struct {
+	read   bool
+	ref    time.Duration
+	off    time.Duration
+	source string
+	moved  bool // the caller's clock stepped or paused while the take ran: off may not be what it read
+}
+
+// lastJudged returns what the latest take whose answer reached the Holder
+// gave it.
+func (c *client) lastJudged() judged {
+	c.jmu.Lock()
+	defer c.jmu.Unlock()
+	return c.judge
 }
 
 // Renew is machineid.Store's Renew.
 func (c *client) Renew(ctx context.Context, cl machineid.Claim, id int64) (machineid.Grant, error) {
 	c.s.calls.Add(1)
 	defer c.s.calls.Done()
+	began := time.Now()
 	f := c.draw()
 	if err := c.there(ctx, f, "a renewal"); err != nil {
 		return machineid.Grant{}, err
 	}
-	g, err := c.s.renew(c, cl, id)
+	g, rs, err := c.s.renew(c, cl, id)
 	if err := c.back(ctx, f, "a renewal"); err != nil {
 		return machineid.Grant{}, err
 	}
+	c.renewed(cl.Token, began, g, rs, err)
 	return g, err
 }
 

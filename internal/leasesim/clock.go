@@ -24,6 +24,7 @@ type clock struct {
 	epoch  time.Time    // the layout's epoch; readings are quantum steps from it
 	offset atomic.Int64 // ns ahead of the virtual time; written by the world's clock driver
 	pause  atomic.Int64 // ns the next reading blocks for; 0 for none
+	moved  atomic.Int64 // virtual Unix ns of the latest step of offset
 	p      *proc        // whose clock, for the record of pauses
 
 	mu     sync.Mutex // protects paused

@@ -25,7 +25,9 @@
 //     after (an unknown outcome), calls stuck past their context;
 //   - store restarts, which forget what that kind of store forgets (Redis:
 //     everything, or everything since its latest snapshot, as with RDB
-//     persistence), and stale reads where the kind allows them; partitions; a host that goes
+//     persistence), or, on etcd, leader changes, now and then a few close
+//     together, each a new raft term that keeps every lease alive anew;
+//     stale reads where the kind allows them; partitions; a host that goes
 //     down with the store and comes back about the window later; clocks
 //     that step back to about a restart's time, just after a New;
 //   - ranges with IDs to spare, where an ID a restart forgot may lie
@@ -43,10 +45,13 @@
 // for as long as the instance runs inherits at least the instance's start
 // on the server's clock plus TTL + slack (the clock bound, or the margin
 // with the check off), and marks are capped at TTL + bound past the
-// server's time. A renewal of an ID with no lease at all on it is answered
-// as machineid_redis's renew script answers it, with a
-// *machineid.RestartError: Start the instance's start as its serverStart
-// reads it (its time less its whole-second uptime less one, in whole ms),
+// server's time. The instance's start is as serverStart reads it, in whole
+// ms: the earlier of its marker, its clock at the first take or renewal it
+// served (a per-process key, which a restart clears, and a rollback brings
+// back only as another process's), and its time less its whole-second
+// uptime less one. A renewal that finds no lease of its token's on the ID,
+// none or another live holder's, is answered as machineid_redis's renew
+// script answers it, with a *machineid.RestartError: Start that start,
 // Floor = TTL + slack less 1 ms; so the Holder's ride (machineid, ride.go)
 // runs in every Redis world, through double restarts, rollbacks and
 // holders cut off past their deadline. A holding whose lease was alive when
@@ -54,6 +59,14 @@
 // store's clock plus that Floor (every take from then on inherits more);
 // one whose lease had lapsed may not, and its ticks past its recorded mark
 // break past-mark.
+//
+// etcd's reference clock is the fleet's, modelled as machineid_etcd keeps
+// it (fleet.go): each renewal records its holder's clock on the token's
+// etcd lease, with the raft term its keep-alive was answered in; a reader
+// ages up to three other records by their leases' TTL left, in whole
+// seconds, leaves out a record of another term, and takes the median,
+// within half a second. Every other kind reads its own clock, the true
+// time (Kubernetes in whole seconds).
 //
 // A seed replays: the process runs with one P and no asynchronous
 // preemption, every part of a world draws from a stream of its own, every
@@ -86,7 +99,27 @@
 // held, nor, across a restart, one whose inherited mark is below the Until
 // of a holding another generator still reports (a ride); no call waits
 // past its bound; an open generator never sees its
-// lease released; calls fail with the package's errors only.
+// lease released; calls fail with the package's errors only; a take never
+// refuses a clock within the bound of the reference its store's reading
+// stands for (the true time, or on etcd the median of the offsets of the
+// records it read: each the clock recorded less the store's time at the
+// keep-alive that wrote it), less the clock's 2.5 ms quantum:
+// the Holder refuses only where |By| − Within passes the bound, so such a
+// refusal is a reading that strayed past its Within, as etcd's fleet clock
+// did for a renewal period after a leader change before D4 of issue 28
+// (a clock that stepped or paused while its take ran is not checked); and
+// a holding that must ride out a Redis restart issues while the ride
+// covers it (ride-live): a call of its generator that begins at or after
+// the answer, at a, returns IDs within
+//
+//	W = c + Floor − its clock at a − 2 ticks
+//
+// where c is the store's clock in the call that last confirmed it, asked
+// where W is at least 120 ms, the generator's clock is past every tick it
+// issued, and the sim can tell the Holder must ride (ride.go states
+// when). A Holder that does not ride issues nothing from a until its clock
+// passes the restart floor, Start + TTL + slack, at least margin + slack −
+// 1 ms past the ceiling c + Floor, and so past a + W.
 //
 // Liveness: at the world's duration (20 s) it heals. Every fault stops,
 // every clock is set right, and the processes stop coming and going; from

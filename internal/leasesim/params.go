@@ -31,6 +31,12 @@ type kind struct {
 	// extends: a restart gives every live lease a whole TTL again (etcd's
 	// leases under a new leader).
 	extends bool
+	// fleet: the store keeps no clock of its own; the reference a Holder
+	// checks its clock against is the fleet's, estimated from the records
+	// of the live holders' clocks, tied to their leases and aged by them,
+	// and a restart is a leader change (etcd, as machineid_etcd does:
+	// fleet.go).
+	fleet bool
 	// lock: the lease is a lock the kernel drops with its process
 	// (machineid_file): held while the process lives, free the moment it
 	// dies. The processes share one host, and so one clock, with no
@@ -42,7 +48,7 @@ type kind struct {
 
 var kinds = []kind{
 	{name: "redis", forgets: true},
-	{name: "etcd", stale: true, extends: true},
+	{name: "etcd", stale: true, extends: true, fleet: true},
 	{name: "postgres"},
 	{name: "k8s", observed: true, stale: true},
 	{name: "file", lock: true},
@@ -88,6 +94,9 @@ func draw(seed uint64) params {
 	r := rand.New(rand.NewPCG(seed, 0x6c65617365))
 	p := params{kind: kinds[r.IntN(len(kinds))], duration: 20 * time.Second}
 	p.ttl = []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second, 3 * time.Second}[r.IntN(4)]
+	if p.kind.fleet && p.ttl%time.Second != 0 {
+		p.ttl = 2 * time.Second // etcd counts a lease's TTL in whole seconds, as its record's age
+	}
 	if r.IntN(2) == 0 {
 		p.optMarg = between(r, p.ttl/10, p.ttl/3)
 	}

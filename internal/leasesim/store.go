@@ -3,6 +3,7 @@ package leasesim
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -30,7 +31,11 @@ type server struct {
 	snap      []record      // the latest snapshot, for a restart that rolls back to it; nil for none
 	snapAt    time.Time     // when it was taken, in virtual time
 	restarted time.Duration // when the instance started, on the store's wall clock, since the world's base
+	marker    time.Time     // kind.forgets: the instance's clock at the first take or renewal it served; zero before
 	down      bool
+	term      int                  // kind.fleet: the raft term, one more at each leader change
+	clocks    map[string]*clockRec // kind.fleet: each token's clock record and etcd lease (fleet.go)
+	keys      *rand.Rand           // kind.fleet: the records' keys
 }
 
 // record is one machine ID's state in the store.
@@ -57,7 +62,7 @@ var (
 )
 
 func newServer(w *world) *server {
-	s := &server{w: w, k: w.p.kind, recs: make([]record, 8), hist: make([][]record, 8)}
+	s := &server{w: w, k: w.p.kind, recs: make([]record, 8), hist: make([][]record, 8), clocks: map[string]*clockRec{}, keys: newKeys(w.seed)}
 	// A fresh Redis has just started: its restart floor applies.
 	s.restarted = 0
 	return s
@@ -115,11 +120,15 @@ func (s *server) view(lo, hi int64, stale time.Duration) []record {
 // the lowest free one whose mark is behind the caller's clock, else the
 // free one with the lowest mark (as machineid_redis and machineid_k8s
 // choose). A store that forgets gives every ID at least its restart floor.
-func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machineid.Grant, error) {
+func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machineid.Grant, judged, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return machineid.Grant{}, errDown
+		return machineid.Grant{}, judged{}, errDown
+	}
+	s.mark()
+	if s.k.fleet {
+		s.keepAlive(c.Token, c.TTL)
 	}
 	for id := c.Lo; id <= c.Hi; id++ {
 		// The token's own lease, the trace of a take whose answer was
@@ -131,7 +140,8 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 		// later still; the token is its own session's, whose generator's
 		// ring keeps its own ticks apart.
 		if r := &s.recs[id]; r.token == c.Token && s.alive(r) {
-			return s.grant(cl, c, id, r.after, false), nil
+			g, j := s.grant(cl, c, id, r.after, false)
+			return g, j, nil
 		}
 	}
 	if s.k.lock {
@@ -152,7 +162,7 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 		}
 		id, after, ok := s.pick(cl, c, v, c.Now, floor)
 		if !ok {
-			return machineid.Grant{}, fmt.Errorf("%w: every ID in %d..%d is held", machineid.ErrExhausted, c.Lo, c.Hi)
+			return machineid.Grant{}, judged{}, fmt.Errorf("%w: every ID in %d..%d is held", machineid.ErrExhausted, c.Lo, c.Hi)
 		}
 		if v[id-c.Lo].version != s.recs[id].version {
 			// The write compares the version read: a stale read moved
@@ -161,7 +171,8 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 			stale = 0
 			continue
 		}
-		return s.grant(cl, c, id, after, true), nil
+		g, j := s.grant(cl, c, id, after, true)
+		return g, j, nil
 	}
 }
 
@@ -186,8 +197,9 @@ func (s *server) pick(cl *client, c machineid.Claim, v []record, now, floor time
 
 // grant gives id to c's token, raising its mark to c's Until (if any, and
 // capped as the store caps it); a fresh grant starts a holding that
-// inherits after.
-func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time, fresh bool) machineid.Grant {
+// inherits after. It returns, with the grant, what the Holder will judge
+// its clock by.
+func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time, fresh bool) (machineid.Grant, judged) {
 	r := s.recs[id]
 	r.after = after
 	if fresh {
@@ -198,34 +210,52 @@ func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time,
 	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
-	read := s.reading()
+	read, ref := s.reading(c.Token)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch, read.Time, s.rideFloor(c))
 	what := "grants again"
 	if fresh {
 		what = "grants"
 	}
 	s.w.log.add(cl.p.name(), "store: %s machine ID %d to token %s: after %s, until %s", what, id, short(c.Token), s.w.at(r.after), s.w.at(r.mark))
-	return machineid.Grant{ID: id, After: r.after, Until: r.mark, Clock: read}
+	j := judged{read: !read.Time.IsZero(), ref: ref, off: time.Duration(cl.p.clk.offset.Load()), source: read.Source}
+	return machineid.Grant{ID: id, After: r.after, Until: r.mark, Clock: read}, j
 }
 
-// renew is the store's side of a Renew.
-func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant, error) {
+// renew is the store's side of a Renew. With a *machineid.RestartError it
+// also returns it, and the holding it ends, even when the mutant
+// no-restart-error answers a plain loss instead.
+func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant, *restartAnswer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
-		return machineid.Grant{}, errDown
+		return machineid.Grant{}, nil, errDown
+	}
+	s.mark()
+	if s.k.fleet {
+		s.keepAlive(c.Token, c.TTL)
 	}
 	r := s.recs[id]
 	if r.token != c.Token || !s.alive(&r) {
-		if s.k.forgets && !s.alive(&r) && (!s.w.mutantOn(storeMutantName) || r.token == "") {
-			// No lease at all on the ID: machineid_redis's renew script
-			// answers {0, the server's start}, and its Renew a
-			// *RestartError, with which a live holder rides out a
-			// restart.
-			return machineid.Grant{}, s.restartError(c, id)
+		if s.k.forgets && (!s.w.mutantOn(storeMutantName) || r.token == "") {
+			// No lease of the token's on the ID, none at all or another
+			// holder's: machineid_redis's renew script answers {0, the
+			// server's start}, and its Renew a *RestartError, with which
+			// a live holder rides out a restart. Another holder's lease
+			// is no reason not to: it was granted either by an instance
+			// started after the holder's c, and inherits at least c +
+			// Floor, past the ride's ceiling, or by the one that answered
+			// the holder's c, only once the lease had run out there,
+			// after the holder's deadline, before which the answer must
+			// come for a ride (machineid, ride.go).
+			re := s.restartError(c, id, s.alive(&r))
+			rs := &restartAnswer{re: re, hold: s.w.chk.holdingOf(c.Token, id), inc: cl.incOf(c.Token)}
+			if s.w.mutantOn(noRestartErrorName) {
+				return machineid.Grant{}, rs, re.Err
+			}
+			return machineid.Grant{}, rs, re
 		}
 		if !s.w.mutantOn(storeMutantName) || r.token == "" {
-			return machineid.Grant{}, fmt.Errorf("%w: machine ID %d has another holder or none", machineid.ErrLeaseLost, id)
+			return machineid.Grant{}, nil, fmt.Errorf("%w: machine ID %d has another holder or none", machineid.ErrLeaseLost, id)
 		}
 		// The mutant: the renewal does not check its token, and takes
 		// the lease back from whoever holds it.
@@ -235,19 +265,46 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
 	s.write(id, r)
-	read := s.reading()
+	if s.k.fleet {
+		s.recordClock(c)
+	}
+	read, _ := s.reading(c.Token)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch, read.Time, s.rideFloor(c))
 	s.w.log.add(cl.p.name(), "store: renews machine ID %d for token %s: until %s", id, short(c.Token), s.w.at(r.mark))
-	return machineid.Grant{ID: id, Until: r.mark, Clock: read}, nil
+	return machineid.Grant{ID: id, Until: r.mark, Clock: read}, nil, nil
 }
 
 // start returns when the instance started, on the store's clock, as
-// machineid_redis's serverStart reads it: its time less its uptime in
-// whole seconds less one (as floor reads it), in whole milliseconds.
-func (s *server) start() time.Time {
+// machineid_redis's serverStart reads it, in whole milliseconds: see
+// started.
+func (s *server) start() time.Time { return time.UnixMilli(s.started().UnixMilli()) }
+
+// started returns the instance's start as machineid_redis reads it for
+// its restart floor and a RestartError's Start: the earlier of the
+// instance's marker, its clock at the first take or renewal it served
+// (a per-process key, which a restart clears: see mark), and its time
+// less its uptime in whole seconds less one. Both are at or after the
+// instance's true start, after every write of the instance before it, so
+// the floor still covers every mark a restart lost; the marker puts Start
+// at or before the reading of every call the instance answered, so a
+// holder confirmed by this instance itself never rides (Start is not
+// after its c), whatever the uptime's rounding.
+func (s *server) started() time.Time {
 	now := s.wall()
 	up := max(now.Sub(s.w.base)/time.Second-s.restarted/time.Second-1, 0) * time.Second
-	return time.UnixMilli(now.Add(-up).UnixMilli())
+	est := now.Add(-up)
+	if !s.marker.IsZero() && s.marker.Before(est) {
+		return s.marker
+	}
+	return est
+}
+
+// mark sets the instance's marker at the first take or renewal it serves:
+// its clock then, in whole milliseconds. The caller holds mu.
+func (s *server) mark() {
+	if s.k.forgets && s.marker.IsZero() {
+		s.marker = time.UnixMilli(s.wall().UnixMilli())
+	}
 }
 
 // rideFloor is the Floor of the RestartError a store that forgets answers
@@ -263,12 +320,16 @@ func (s *server) rideFloor(c machineid.Claim) time.Duration {
 }
 
 // restartError is a forgetting store's answer to a renewal of an ID with
-// no lease at all on it, as machineid_redis gives it.
-func (s *server) restartError(c machineid.Claim, id int64) error {
+// no lease of the token's on it, none or another holder's (other), as
+// machineid_redis gives it.
+func (s *server) restartError(c machineid.Claim, id int64, other bool) *machineid.RestartError {
 	start := s.start()
-	s.w.log.add("store", "no lease on machine ID %d: the instance started at %s", id, s.w.at(start))
-	return &machineid.RestartError{ID: id, Start: start, Floor: s.rideFloor(c),
-		Err: fmt.Errorf("%w: machine ID %d is gone from the store (expired, or lost in a restart)", machineid.ErrLeaseLost, id)}
+	err := fmt.Errorf("%w: machine ID %d is gone from the store (expired, or lost in a restart)", machineid.ErrLeaseLost, id)
+	if other {
+		err = fmt.Errorf("%w: machine ID %d has another holder", machineid.ErrLeaseLost, id)
+	}
+	s.w.log.add("store", "no lease of token %s on machine ID %d (another's: %v): the instance started at %s", short(c.Token), id, other, s.w.at(start))
+	return &machineid.RestartError{ID: id, Start: start, Floor: s.rideFloor(c), Err: err}
 }
 
 // release is the store's side of a Release: it frees what the token holds,
@@ -287,6 +348,9 @@ func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Ti
 	defer s.mu.Unlock()
 	if s.down {
 		return errDown
+	}
+	if s.k.fleet {
+		s.revoke(c.Token) // Release revokes the token's etcd lease last
 	}
 	for rid := c.Lo; rid <= c.Hi; rid++ {
 		r := s.recs[rid]
@@ -314,13 +378,20 @@ func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Ti
 // clock, but over a world's 20 s the two part by less than a second.)
 func (s *server) wall() time.Time { return s.w.base.Add(time.Since(s.w.start)) }
 
-// reading is the store's reading of its clock, which a Holder checks its
-// own against; a Kubernetes API server stamps its answers in whole seconds.
-func (s *server) reading() machineid.Reading {
-	if s.k.observed {
-		return machineid.Reading{Source: "the store's clock (whole seconds)", Time: s.wall().Truncate(time.Second), Within: time.Second}
+// reading is the store's reading of the reference clock a Holder checks
+// its own against, for a call by token, and that reference's offset from
+// the true time: a Kubernetes API server stamps its answers in whole
+// seconds; etcd's reference is the fleet's (fleet.go); every other store
+// reads its own clock, which is the true time.
+func (s *server) reading(token string) (machineid.Reading, time.Duration) {
+	switch {
+	case s.k.fleet:
+		r, ref, _ := s.fleetReading(token)
+		return r, ref
+	case s.k.observed:
+		return machineid.Reading{Source: "the store's clock (whole seconds)", Time: s.wall().Truncate(time.Second), Within: time.Second}, 0
 	}
-	return machineid.Reading{Source: "the store's clock", Time: s.wall()}
+	return machineid.Reading{Source: "the store's clock", Time: s.wall()}, 0
 }
 
 // window is how long after a restart the mutants window-floor and
@@ -385,7 +456,7 @@ func (s *server) floor(c machineid.Claim) time.Time {
 	if w, ok := s.window(c); ok && up >= w {
 		return time.Time{}
 	}
-	return now.Add(-up + c.TTL + markSlack(c))
+	return s.started().Add(c.TTL + markSlack(c))
 }
 
 // restart takes the store down for d and brings it back: having forgotten
@@ -428,14 +499,14 @@ func (s *server) restart(d time.Duration, rollback bool) {
 				*r = record{mark: r.mark}
 			}
 		}
-		s.restarted = s.wall().Sub(s.w.base)
+		s.restarted, s.marker = s.wall().Sub(s.w.base), time.Time{} // the snapshot's marker is the old process's
 		s.w.log.add("store", "is back, rolled back to its snapshot of %.6fs", s.snapAt.Sub(s.w.start).Seconds())
 	case s.k.forgets:
 		s.epoch++
 		s.recs = make([]record, len(s.recs))
 		s.hist = make([][]record, len(s.hist))
 		s.snap = nil // an instance that starts empty saves its own
-		s.restarted = s.wall().Sub(s.w.base)
+		s.restarted, s.marker = s.wall().Sub(s.w.base), time.Time{}
 		s.w.log.add("store", "is back, having forgotten every lease and mark")
 	case s.k.extends:
 		for id := range s.recs {
@@ -444,7 +515,10 @@ func (s *server) restart(d time.Duration, rollback bool) {
 				s.write(int64(id), r)
 			}
 		}
-		s.w.log.add("store", "is back; every live lease runs a whole TTL again")
+		if s.k.fleet {
+			s.leaderChange()
+		}
+		s.w.log.add("store", "is back under a new leader (term %d); every live lease runs a whole TTL again", s.term)
 	default:
 		s.w.log.add("store", "is back")
 	}

@@ -266,6 +266,16 @@ func (w *world) restarts() {
 		down, rollback := between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0
 		w.tr.add(Event{Op: OpRestart, Dur: us(down), Rollback: rollback})
 		w.srv.restart(down, rollback)
+		if w.p.kind.fleet {
+			// etcd: a restart is a leader change, and one leader change
+			// comes close after another now and then (a flapping leader),
+			// before every holder has renewed in the new term.
+			for r.IntN(3) == 0 && w.sleepFault(between(r, 50*time.Millisecond, w.p.ttl/2)) && !w.isHealed() {
+				down := between(r, 10*time.Millisecond, 300*time.Millisecond)
+				w.tr.add(Event{Op: OpRestart, Dur: us(down)})
+				w.srv.restart(down, false)
+			}
+		}
 		if !w.p.steps || r.IntN(2) == 0 {
 			continue
 		}
@@ -411,13 +421,14 @@ func (p *proc) name() string { return fmt.Sprintf("p%d", p.n) }
 // incarnation is one generator's life on a proc, from its New to its
 // Close or crash.
 type incarnation struct {
-	p       *proc
-	n       int
-	cl      *client              // the client of its process's Holder
-	g       *ringflake.Generator // nil until New returns; written under checker.mu
-	closing atomic.Bool          // Close has begun
-	quit    chan struct{}        // closed to stop the issuers
-	issuers sync.WaitGroup
+	p        *proc
+	n        int
+	cl       *client              // the client of its process's Holder
+	g        *ringflake.Generator // nil until New returns; written under checker.mu
+	closing  atomic.Bool          // Close has begun
+	issuedAt atomic.Int64         // virtual Unix ns: the latest start of a call that returned IDs
+	quit     chan struct{}        // closed to stop the issuers
+	issuers  sync.WaitGroup
 }
 
 func (inc *incarnation) String() string { return fmt.Sprintf("p%d/%d", inc.p.n, inc.n) }
@@ -510,9 +521,9 @@ func (p *proc) newHolder() {
 		machineid.WithSafetyMargin(w.p.optMarg), machineid.WithCallTimeout(w.p.optCall),
 		machineid.WithMaxClockOffset(w.p.optOff),
 	}
-	// Every kind's store reads its own clock to the Holder but etcd, whose
-	// real store estimates the fleet's from the holders' records.
-	lim := machineid.Limits{Name: "leasesim", Clock: w.p.kind.name != "etcd" && !w.p.kind.lock}
+	// Every kind's store reads a reference clock to the Holder, its own or
+	// (etcd) the fleet's, but the file store's, whose holders share a host.
+	lim := machineid.Limits{Name: "leasesim", Clock: !w.p.kind.lock}
 	h, err := machineid.NewHolder[struct{}](p.cl, nil, lim, opts...)
 	if err != nil {
 		panic(err) // the parameters are the simulation's own
@@ -521,7 +532,7 @@ func (p *proc) newHolder() {
 	var prev machineid.Lease
 	h.Watch(func(l machineid.Lease) {
 		w.chk.leaseSeen(p, prev, l)
-		if l.Held != prev.Held || l.ID != prev.ID || !l.After.Equal(prev.After) {
+		if w.log.verbose || l.Held != prev.Held || l.ID != prev.ID || !l.After.Equal(prev.After) {
 			w.log.add(p.name(), "lease: machine ID %d held=%v after %s until %s err=%v", l.ID, l.Held, w.at(l.After), w.at(l.Until), l.Err)
 		}
 		prev = l
@@ -550,6 +561,9 @@ func (p *proc) start(inc *incarnation) bool {
 	w.chk.bound(inc, "New", p.took(began), limit+acquireGrace)
 	if err != nil {
 		w.log.add(p.name(), "New of %s (within %v) failed: %v", inc, limit, err)
+		if ce := (*machineid.ClockOffsetError)(nil); errors.As(err, &ce) {
+			w.chk.refused(inc, p.cl.lastJudged(), ce)
+		}
 		return false
 	}
 	w.chk.mu.Lock()
@@ -639,6 +653,11 @@ func (inc *incarnation) issue(r *rand.Rand) {
 		w.chk.issued(inc, buf[:n])
 		if n > 0 {
 			w.chk.revived(p, began)
+			for b := began.UnixNano(); ; {
+				if old := inc.issuedAt.Load(); old >= b || inc.issuedAt.CompareAndSwap(old, b) {
+					break
+				}
+			}
 		}
 		if w.log.verbose {
 			w.log.add(p.name(), "%s: %d of %d IDs since %.6fs%s, err=%v", inc, n, want, began.Sub(w.start).Seconds(), w.ticks(buf[:n]), err)
@@ -718,6 +737,7 @@ func (p *proc) step(r *rand.Rand) {
 func (p *proc) setOffset(next time.Duration) {
 	next = min(next, p.w.p.ahead)
 	old := time.Duration(p.clk.offset.Swap(int64(next)))
+	p.clk.moved.Store(time.Now().UnixNano())
 	p.w.noteAhead(next)
 	p.w.tr.offset(p, next)
 	p.w.log.add(p.name(), "clock steps by %v, to %v off", next-old, next)
