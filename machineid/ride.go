@@ -54,20 +54,28 @@ import (
 // must not hold the Holder's lock (the lease simulation's clock pauses
 // hung a world there, its Release waiting on h.mu). A reading a little
 // old only sets the ride's timer later, and endRide looks again. The
-// caller holds h.mu, before recording the loss.
+// caller holds h.mu, before recording the loss. It reports too whether it
+// ended a ride whose ceiling had passed.
 func (h *Holder) rideLocked(err error, now time.Time) bool {
 	var re *RestartError
+	ended := false
+	if h.ride.Held && !h.ride.Until.After(now) && !mutant.On(mutant.RideStale) {
+		// A ride whose ceiling the clock has passed, not ended yet by
+		// its timer (a clock that stepped back, then forward): it ends
+		// now, and this restart may be ridden in turn.
+		ended = h.finishRideLocked()
+	}
 	if !errors.As(err, &re) || h.ride.Held || h.read.IsZero() || !re.Start.After(h.read) || re.Floor <= 0 {
-		return false
+		return ended
 	}
 	if mutant.On(mutant.RideNoDeadline) {
 		// The mutant: a lease that lapsed at its deadline rides all the
 		// same, as if it were still held.
 		if h.lease.ID < 0 || h.lease.After.IsZero() && h.lease.Until.IsZero() {
-			return false
+			return ended
 		}
 	} else if !h.lease.Held || time.Until(h.deadline) <= 0 {
-		return false
+		return ended
 	}
 	ride := h.lease
 	ride.Held, ride.Err = true, nil
@@ -78,8 +86,8 @@ func (h *Holder) rideLocked(err error, now time.Time) bool {
 		ride.Until = ride.Until.Add(time.Hour)
 	}
 	h.ride, h.rideErr = ride, err
-	h.rideEnd.Reset(mutant.Delay(max(ride.Until.Sub(now), time.Millisecond)))
-	return h.queueLocked(ride)
+	h.rideEnd.Reset(mutant.Delay(h.rideCheckIn(ride.Until.Sub(now))))
+	return h.queueLocked(ride) || ended
 }
 
 // endRide runs when the ride's ceiling should have passed on the marks'
@@ -90,29 +98,50 @@ func (h *Holder) endRide() {
 	changed := false
 	if h.ride.Held {
 		if left := h.ride.Until.Sub(now); left > 0 {
-			h.rideEnd.Reset(mutant.Delay(max(left, time.Millisecond)))
+			h.rideEnd.Reset(mutant.Delay(h.rideCheckIn(left)))
 		} else {
-			ride := h.ride
-			h.ride = Lease{}
-			if h.lease.Held && h.lease.ID == ride.ID && !h.lease.After.Equal(ride.After) {
-				// The take while riding got the same ID back (it asks
-				// for it): a new holding, with the new After. The
-				// watchers see the ride end first, so that one holding
-				// keeps one After (Leaser's contract, which
-				// machineidtest checks); the gap is one report long,
-				// and the new After is at or past the ceiling the
-				// clock has just passed.
-				gap := ride
-				gap.Held, gap.Err = false, h.rideErr
-				h.queueLocked(gap)
-			}
-			changed = h.queueLocked(h.lease)
+			changed = h.finishRideLocked()
 		}
 	}
 	h.mu.Unlock()
 	if changed {
 		h.notify()
 	}
+}
+
+// finishRideLocked ends the ride, whose ceiling the marks' clock has
+// passed: the watchers see the lease the Holder holds from now on. It
+// reports whether that queued a report. The caller holds h.mu.
+func (h *Holder) finishRideLocked() bool {
+	ride := h.ride
+	h.ride = Lease{}
+	if h.lease.Held && h.lease.ID == ride.ID && !h.lease.After.Equal(ride.After) {
+		// The take while riding got the same ID back (it asks for it): a
+		// new holding, with the new After. The watchers see the ride end
+		// first, so that one holding keeps one After (Leaser's contract,
+		// which machineidtest checks); the gap is one report long, and
+		// the new After is at or past the ceiling the clock has just
+		// passed.
+		gap := ride
+		gap.Held, gap.Err = false, h.rideErr
+		h.queueLocked(gap)
+	}
+	return h.queueLocked(h.lease)
+}
+
+// rideCheckIn is when endRide should look at the clock again, with left to
+// go to the ceiling on it: then, or in a renewal period if that is sooner.
+// The timer runs on the monotonic clock and the ceiling is on the marks'
+// clock, which may step: one stepped back and then forward past the
+// ceiling would leave the ride reported, its ceiling passed, and the
+// generator refusing ticks past it while the Holder holds a lease the
+// store confirmed, for as long as the step back (the lease simulation's
+// seed 1900); looking every renewal period bounds that by TTL/3.
+func (h *Holder) rideCheckIn(left time.Duration) time.Duration {
+	if mutant.On(mutant.RideStale) {
+		return max(left, time.Millisecond)
+	}
+	return min(max(left, time.Millisecond), max(h.cfg.ttl/3, time.Millisecond))
 }
 
 // stopRideLocked ends a ride at once, for a Release. The caller holds h.mu.

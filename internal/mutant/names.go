@@ -51,6 +51,11 @@ const (
 	// not its lease was confirmed across the restart (machineid, renew.go
 	// confirm).
 	RideUnconfirmed = "ride-unconfirmed"
+	// RideStale: a ride ends only when its timer, set for when the clock
+	// should pass its ceiling, fires, and a restart answered while a ride
+	// runs is not ridden, even once the clock has passed that ceiling
+	// (machineid, ride.go rideLocked and rideCheckIn).
+	RideStale = "ride-stale"
 )
 
 // Site is a point in the engine where the simulation may perturb the
