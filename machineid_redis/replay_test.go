@@ -51,7 +51,7 @@ func TestReplaySimulatedWorlds(t *testing.T) {
 	require.NotEmpty(t, files, "no traces in testdata/replay")
 	if *replayMutant != "" {
 		require.True(t, mutant.Set(*replayMutant), "switching the mutant %q on needs -tags ringflake_mutant", *replayMutant)
-		t.Cleanup(func() { mutant.Set("") })
+		t.Cleanup(func() { _ = mutant.Set("") })
 	}
 	ran := 0
 	for _, f := range files {
