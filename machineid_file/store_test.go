@@ -46,7 +46,10 @@ func TestTwinRefused(t *testing.T) {
 	require.Equal(t, int64(5), id)
 
 	b := newHolder(t, dir, machineid.WithRange(5, 5))
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Long enough for a take to be answered on a loaded machine: with
+	// 300ms, CI's Go 1.25 step beside a CPU hog got no answer from the
+	// filesystem in time, and a context deadline in place of the refusal.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err = b.MachineID(ctx)
 	require.ErrorIs(t, err, machineid.ErrExhausted, "a second holder of a held fixed ID")
