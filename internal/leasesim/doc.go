@@ -165,7 +165,11 @@ type Result struct {
 // none), and returns what came of it. It must run inside a synctest bubble
 // of its own, after Switch.
 func Run(seed uint64, name string, verbose bool) Result {
-	w := newWorld(seed, name, verbose)
+	return newWorld(seed, name, verbose).result()
+}
+
+// result runs w and returns what came of it.
+func (w *world) result() Result {
 	if mutant.SetYield(w.perturb) {
 		defer mutant.SetYield(nil)
 	}

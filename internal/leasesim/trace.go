@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/ringflake/ringflake/internal/mutant"
 )
 
 // Trace is the schedule of one seed's world as data, for a replay against
@@ -104,17 +102,8 @@ func Record(seed uint64, name string) (Result, *Trace) {
 	for _, p := range w.procs {
 		w.tr.add(Event{Op: OpOffset, Proc: p.n, Offset: us(p.base)})
 	}
-	if mutant.SetYield(w.perturb) {
-		defer mutant.SetYield(nil)
-	}
-	if mutant.SetDelay(w.delay) {
-		defer mutant.SetDelay(nil)
-	}
-	f := w.run()
-	w.chk.mu.Lock()
-	n, print := len(w.chk.ids), w.chk.print
-	w.chk.mu.Unlock()
-	return Result{Failure: f, Params: w.p.String(), IDs: n, Print: print, Log: w.log.write}, w.tr.trace(f)
+	r := w.result()
+	return r, w.tr.trace(r.Failure)
 }
 
 // tracer records a world's trace. A nil *tracer records nothing, so that
