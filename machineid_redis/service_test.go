@@ -153,24 +153,27 @@ func TestCrashedHoldersIDIsReclaimedAfterTTL(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	crashing := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
-	a := leased(t, crashing, machineid.WithRange(0, 0))
+	// A lease of 3 s leaves the refused take below a second to be
+	// answered in on a loaded machine, before the crashed lease expires.
+	life := 3 * ttl
+	a := leased(t, crashing, machineid.WithRange(0, 0), machineid.WithTTL(life))
 	_, err := a.MachineID(acquireCtx(t))
 	require.NoError(t, err)
 	mark := leaseOf(a).Until
 	require.NoError(t, crashing.Close()) // from now on a can neither renew nor release, as if it died
 
-	b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0))
-	short, cancel := context.WithTimeout(context.Background(), ttl/4)
+	b := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithTTL(life))
+	short, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
 	_, err = b.MachineID(short)
 	require.ErrorIs(t, err, machineid.ErrExhausted, "a live-looking lease must not be taken")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*life)
 	defer cancel()
 	id, err := b.MachineID(ctx) // waits for the ID to free
 	require.NoError(t, err, "the crashed holder's ID should come back after its TTL")
 	assert.Equal(t, int64(0), id)
 	assert.False(t, leaseOf(b).After.Before(mark), "After = %v; want at least the crashed holder's mark %v", leaseOf(b).After, mark)
-	assert.Eventually(t, func() bool { return !leaseOf(a).Held }, 2*ttl, ttl/20, "the crashed holder should have stopped vouching for its lease")
+	assert.Eventually(t, func() bool { return !leaseOf(a).Held }, 2*life, ttl/20, "the crashed holder should have stopped vouching for its lease")
 	assert.ErrorContains(t, leaseOf(a).Err, "client is closed", "the lapsed lease should carry the error its renewals got")
 }
 
