@@ -1,0 +1,280 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ringflake/ringflake/machineid"
+	mr "github.com/ringflake/ringflake/machineid_redis"
+)
+
+// redisServer is one redis-server with RDB persistence (save 1 1: a
+// BGSAVE each second that saw a write), in its directory, its wall clock
+// shifted through clockshift.c. The harness copies snapshots aside, so that
+// any earlier one can be restored.
+type redisServer struct {
+	w      *world
+	u      unit
+	dir    string
+	port   int
+	clock  *storeClock
+	cmd    *exec.Cmd
+	exited chan struct{}
+	snaps  []string // the snapshots taken, oldest first
+}
+
+func startRedis(w *world) server {
+	s := &redisServer{w: w, dir: filepath.Join(w.dir, "redis")}
+	s.u = unit{name: "redis-server", pause: func() { s.signal(syscall.SIGSTOP) }, resume: func() { s.signal(syscall.SIGCONT) }}
+	if err := os.Mkdir(s.dir, 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	var err error
+	if s.clock, err = newStoreClock(s.dir); err != nil {
+		w.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	s.port = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s.launch()
+	w.t.Cleanup(s.kill)
+	return s
+}
+
+func (s *redisServer) upstream() string          { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+func (s *redisServer) target(addr string) string { return addr }
+
+// launch starts redis-server on its port from dump.rdb in its directory, if
+// there is one, and waits until it answers PING.
+func (s *redisServer) launch() {
+	env, err := s.clock.env()
+	if err != nil {
+		s.w.t.Fatal(err)
+	}
+	for try := 0; ; try++ {
+		cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+			"--save", "1 1", "--appendonly", "no", "--dir", s.dir, "--dbfilename", "dump.rdb",
+			"--protected-mode", "no", "--loglevel", "warning", "--logfile", filepath.Join(s.dir, "log"))
+		cmd.Env = append(os.Environ(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			s.w.t.Fatalf("nemesis: redis-server: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		if s.ready(exited) {
+			s.cmd, s.exited = cmd, exited
+			return
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		if try == 20 {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+			s.w.t.Fatalf("nemesis: redis-server did not answer on port %d: %s", s.port, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ready waits up to 10 s for PING to be answered.
+func (s *redisServer) ready(exited chan struct{}) bool {
+	c := redis.NewClient(&redis.Options{Addr: s.upstream(), MaxRetries: -1})
+	defer c.Close()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+func (s *redisServer) signal(sig syscall.Signal) {
+	if s.cmd != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+	}
+}
+
+// kill ends the server with SIGKILL, as a crash: nothing since the last
+// SAVE is kept.
+func (s *redisServer) kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.signal(syscall.SIGKILL)
+	<-s.exited
+	s.cmd = nil
+}
+
+// keep copies the latest snapshot, dump.rdb, aside.
+func (s *redisServer) keep() error {
+	b, err := os.ReadFile(filepath.Join(s.dir, "dump.rdb"))
+	if err != nil {
+		return err
+	}
+	snap := filepath.Join(s.dir, fmt.Sprintf("snap-%d.rdb", len(s.snaps)))
+	s.snaps = append(s.snaps, snap)
+	return os.WriteFile(snap, b, 0o644)
+}
+
+// faults are Redis's own, each allowed by docs/machineid_redis.md, with
+// downtimes of up to 0.15 TTL (a restart on the spot, or a pod moved): a
+// crash and restart from the latest snapshot; a restart that forgets
+// everything; a restart from an earlier snapshot (a pod moved back to a
+// node with an old dump, a backup restored); a paused server; and its
+// clock jumping forward, within the clock bound of the holders' in all (a
+// clock that steps back across a restart is outside the promise, so it
+// never does).
+func (s *redisServer) faults() []fault {
+	u := &s.u
+	return []fault{
+		pauseFault(u),
+		{"the latest snapshot copied aside", func(w *world) (func(), time.Duration, bool) {
+			if err := s.keep(); err != nil {
+				w.note("redis-server: no snapshot to copy: %v", err)
+				return nil, 0, false
+			}
+			w.note("redis-server: snapshot %d copied aside", len(s.snaps)-1)
+			return nil, 0, true
+		}},
+		restartFault(u, "kill -9, restart from the latest snapshot", 0.15, func(*world) { s.kill() }, func(*world) { s.launch() }),
+		// The server moves to an empty node; the old node keeps its dump,
+		// which a restore may bring back (issue 36's first world).
+		restartFault(u, "kill -9, restart empty", 0.15, func(*world) { s.kill() }, func(w *world) {
+			if err := s.keep(); err == nil {
+				w.note("redis-server: snapshot %d copied aside, dump.rdb removed", len(s.snaps)-1)
+			}
+			_ = os.Remove(filepath.Join(s.dir, "dump.rdb"))
+			s.launch()
+		}),
+		s.restoreFault(),
+		s.awayAndBackFault(),
+		{"Redis's clock jumps forward", func(w *world) (func(), time.Duration, bool) {
+			room := w.set.Bound - s.clock.offset
+			jump := time.Duration(w.rng.Float64() * float64(min(room, 1500*time.Millisecond)))
+			if jump <= 0 {
+				return nil, 0, false
+			}
+			w.note("redis-server: clock jumps %v forward, to %v ahead", jump, s.clock.offset+jump)
+			if err := s.clock.set(s.clock.offset + jump); err != nil {
+				w.t.Fatal(err)
+			}
+			return nil, 0, true
+		}},
+	}
+}
+
+// restoreFault kills the server and starts it from a snapshot copied aside
+// before, after a downtime of up to 0.15 TTL: half the time the last one
+// copied, else one drawn from all of them. A snapshot's leases expire on load once their TTL has
+// passed, so only a recent one revives a lease, as issue 36's first world
+// needs.
+func (s *redisServer) restoreFault() fault {
+	u := &s.u
+	return fault{"kill -9, restart from an earlier snapshot", func(w *world) (func(), time.Duration, bool) {
+		d := w.span(0, 0.15)
+		latest := w.rng.IntN(2) == 0
+		if u.down || len(s.snaps) == 0 {
+			return nil, 0, false
+		}
+		k := len(s.snaps) - 1
+		if !latest {
+			k = w.rng.IntN(len(s.snaps))
+		}
+		w.note("redis-server: kill -9, down for %v, then restored from snapshot %d of %d", d, k, len(s.snaps))
+		u.paused = false
+		s.kill()
+		u.down = true
+		return func() {
+			b, err := os.ReadFile(s.snaps[k])
+			if err == nil {
+				err = os.WriteFile(filepath.Join(s.dir, "dump.rdb"), b, 0o644)
+			}
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			s.launch()
+			u.down = false
+			w.note("redis-server: up from snapshot %d", k)
+		}, d, true
+	}}
+}
+
+// awayAndBackFault moves the server to an empty node and back: a kill -9
+// and a restart empty, then, 0.3 to 0.9 TTLs later, a kill -9 and a restart
+// from the dump the first kill left on the old node (issue 36's first
+// world: a lease revived from that dump was renewed, or taken again with
+// its old After, while a newcomer rode out the second restart).
+func (s *redisServer) awayAndBackFault() fault {
+	u := &s.u
+	return fault{"kill -9, restart empty, then back on the old dump", func(w *world) (func(), time.Duration, bool) {
+		down, away, back := w.span(0, 0.15), w.span(0.3, 0.9), w.span(0, 0.15)
+		if u.down {
+			return nil, 0, false
+		}
+		w.note("redis-server: kill -9, away to an empty node after %v, back after %v more, down %v", down, away, back)
+		u.paused = false
+		s.kill()
+		u.down = true
+		old := -1
+		if err := s.keep(); err != nil {
+			w.note("redis-server: no dump to come back to: %v", err)
+		} else {
+			old = len(s.snaps) - 1
+		}
+		_ = os.Remove(filepath.Join(s.dir, "dump.rdb"))
+		return func() {
+			s.launch()
+			w.note("redis-server: up, empty")
+			w.due = append(w.due, due{w.now + away, "back", func() {
+				s.kill()
+				w.due = append(w.due, due{w.now + back, "back up", func() {
+					if old >= 0 {
+						b, err := os.ReadFile(s.snaps[old])
+						if err == nil {
+							err = os.WriteFile(filepath.Join(s.dir, "dump.rdb"), b, 0o644)
+						}
+						if err != nil {
+							w.t.Fatal(err)
+						}
+					}
+					s.launch()
+					u.down = false
+					w.note("redis-server: up, back on snapshot %d", old)
+				}})
+				w.note("redis-server: kill -9, going back")
+			}})
+		}, down, true
+	}}
+}
+
+// redisLeaser is a holder's client and Holder.
+func redisLeaser(cfg holderConfig) (machineid.Leaser, func(), error) {
+	c := redis.NewClient(&redis.Options{Addr: cfg.Target, DialTimeout: time.Second})
+	l, err := mr.New(c, cfg.options()...)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return l, func() { c.Close() }, nil
+}
