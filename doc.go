@@ -59,7 +59,7 @@
 // waits at most MaxWait ([WithMaxWait]) and then fails with a [*ClockError]
 // wrapping [ErrClockBehind] that says by how much. An ID's time is therefore
 // the clock's reading, or after a long step back a time the clock had
-// shown: [Layout.Bounds] is exact about ID times. The README has the whole
+// shown: [Layout.Bounds] is exact about ID times. docs/clock.md has the whole
 // policy.
 //
 // # Why New takes a context
