@@ -1,5 +1,6 @@
 // Package ringflake generates unique 64-bit IDs in the Snowflake style,
-// without locks, and keeps generating them when the wall clock steps back.
+// with no lock on the issuing path (a call that must wait for the clock
+// takes one), and keeps generating them when the wall clock steps back.
 //
 //	ids, err := machineid_file.New("/var/lib/myapp/ringflake", machineid.WithRange(42, 42))
 //	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))
