@@ -80,7 +80,7 @@ func runSeed(t *testing.T, kind string, seed uint64, d time.Duration, mutant str
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := fmt.Sprintf("scripts/nemesis -store %s -seed %d", kind, seed)
+	replay := fmt.Sprintf("scripts/nemesis -store %s -seed %d -duration %v", kind, seed, d)
 	if mutant != "" {
 		replay += " -mutant " + mutant
 	}
