@@ -28,6 +28,7 @@ var (
 	flagSeed     = flag.Uint64("nemesis.seed", 1, "the first seed")
 	flagSeeds    = flag.Int("nemesis.seeds", 1, "how many seeds, from -nemesis.seed")
 	flagDuration = flag.Duration("nemesis.duration", 25*time.Second, "how long each seed's faults run, before the heal")
+	flagEvents   = flag.Bool("nemesis.v", false, "print every event of the schedule as it happens")
 	flagKeep     = flag.String("nemesis.keep", "", "keep each seed's servers' data, holders' logs and IDs under this directory")
 	flagMutant   = flag.String("nemesis.mutant", "", "switch this mutant on in every holder (internal/mutant; needs -tags ringflake_mutant)")
 )
@@ -92,7 +93,7 @@ func runSeed(t *testing.T, kind string, seed uint64, d time.Duration, mutant str
 		}
 		return
 	}
-	if testing.Verbose() {
+	if *flagEvents {
 		t.Logf("the holders' logs end:\n%s", logTails(w.dir))
 	}
 	tail := w.events[max(0, len(w.events)-80):]

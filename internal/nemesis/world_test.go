@@ -84,7 +84,7 @@ func newWorld(t *testing.T, kind string, seed uint64, mutant string) *world {
 func (w *world) note(format string, a ...any) {
 	line := fmt.Sprintf("%7.3fs (late %v) %s", w.now.Seconds(), time.Since(w.start.Add(w.now)).Round(time.Millisecond), fmt.Sprintf(format, a...))
 	w.events = append(w.events, line)
-	if testing.Verbose() {
+	if *flagEvents {
 		w.t.Log(line)
 	}
 }
