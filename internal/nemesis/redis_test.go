@@ -222,15 +222,32 @@ func (s *redisServer) restoreFault() fault {
 
 // awayAndBackFault moves the server to an empty node and back: a kill -9
 // and a restart empty, then, 0.3 to 0.9 TTLs later, a kill -9 and a restart
-// from the dump the first kill left on the old node (issue 36's first
-// world: a lease revived from that dump was renewed, or taken again with
-// its old After, while a newcomer rode out the second restart).
+// from the dump the first kill left on the old node, half the time with a
+// holder cut off meanwhile (issue 36's first world: a lease revived from
+// that dump was renewed by its holder, back from the cut, or taken again
+// with its old After, while a newcomer rode out the second restart).
 func (s *redisServer) awayAndBackFault() fault {
 	u := &s.u
 	return fault{"kill -9, restart empty, then back on the old dump", func(w *world) (func(), time.Duration, bool) {
 		down, away, back := w.span(0, 0.15), w.span(0.3, 0.9), w.span(0, 0.15)
+		// Half the time one holder is cut off from before the move until
+		// a little after the return, as issue 36's holder H was.
+		cut, after := w.pick(func(h *holder) bool { return !h.cut }), w.span(0, 0.3)
+		if w.rng.IntN(2) == 0 || w.hs[0].proxy == nil {
+			cut = nil
+		}
 		if u.down {
 			return nil, 0, false
+		}
+		if cut != nil {
+			w.note("holder %d: partitioned both ways for the move", cut.i)
+			cut.proxy.partition(true, true)
+			cut.cut = true
+			w.due = append(w.due, due{w.now + down + away + back + after, "heal", func() {
+				w.note("holder %d: healed after the move", cut.i)
+				cut.proxy.heal(false)
+				cut.cut = false
+			}})
 		}
 		w.note("redis-server: kill -9, away to an empty node after %v, back after %v more, down %v", down, away, back)
 		u.paused = false
