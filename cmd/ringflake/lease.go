@@ -41,7 +41,7 @@ func (l *leaseFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server; below TTL/2 (default TTL/5)")
 	fs.DurationVar(&l.offset, "max-clock-offset", 0, "refuse, at once, to take a machine ID while this clock is further than `D` ahead of or behind the store's: "+
 		"Redis's TIME, PostgreSQL's, the API server's, the median of the live holders' on etcd (0, the default: 2s; up to 1h; negative: no check). "+
-		"Redis also caps marks at TTL + D past its clock, and a fresh or restarted Redis's holders wait TTL + D")
+		"Redis also caps marks at TTL + D past its clock, and a fresh or restarted Redis's holders wait TTL + 2·D")
 }
 
 // leaseOnly are the flags that mean nothing without --lease.

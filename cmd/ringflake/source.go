@@ -208,7 +208,7 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup.Startup) (*plan, err
 // --acquire-timeout. On failure the store's client stays open, for serve to
 // ask again; p.out.done closes it. It returns a usage error for a bad setting, and the
 // store's error if no machine ID can be had; New waits for a leased ID's
-// inherited mark (up to TTL + the clock bound on a Redis that just
+// inherited mark (up to TTL + twice the clock bound on a Redis that just
 // restarted), and for an ID of a full range to free, and logs that it does.
 func (p *plan) make(ctx context.Context) (*generator, error) {
 	if p.acquire > 0 {
