@@ -119,6 +119,10 @@ func (c *config) validate() error {
 	if err := c.layout.validate(); err != nil {
 		return err
 	}
+	if c.layout.MachineLow {
+		return fmt.Errorf("%w: Layout.MachineLow is set: a generator issues with the machine ID above the sequence only; "+
+			"issue with the same layout without MachineLow, whose IDs sort with the old ones by time (docs/moving-in.md)", ErrInvalidConfig)
+	}
 	return c.validateMachine()
 }
 
