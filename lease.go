@@ -410,7 +410,11 @@ func (g *Generator) awaitMark(ctx context.Context, b bound) error {
 		}
 		if cs == belowFloor && !logged {
 			logged = true
-			g.notice(logMarkWait, need, slog.Int64("machine", st.machine), slog.Duration("wait", need),
+			kind := logMarkWait
+			if st.b.floor == g.above {
+				kind = logAboveWait
+			}
+			g.notice(kind, need, slog.Int64("machine", st.machine), slog.Duration("wait", need),
 				slog.Time("until", r.time().Add(need)), slog.Time("mark", g.markOf(st)))
 		}
 		// A lease report, or its mark raised, may come before the clock
