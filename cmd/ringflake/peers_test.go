@@ -87,3 +87,26 @@ func TestBoundsAndFlagsOfPeerLayouts(t *testing.T) {
 		assert.WithinDuration(t, time.Now(), time.UnixMilli(int64(n)>>22+twepoch), time.Minute)
 	}
 }
+
+// gen --above issues only IDs above the old fleet's newest: it waits for a
+// newest 300 ms ahead of the clock, and gives up on one a minute ahead
+// within --acquire-timeout, naming the floor and the wait.
+func TestGenAbove(t *testing.T) {
+	t.Parallel()
+	newest := (time.Now().Add(300*time.Millisecond).UnixMilli()-twepoch)<<22 | 1023<<12 | 4095
+	code, stdout, stderr := invoke("gen", "--layout", "bwmarrin", "--machine-id", "3", "--no-state-file", "--above", fmt.Sprint(newest), "-n", "100")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	ids := strings.Fields(stdout)
+	require.Len(t, ids, 100)
+	for _, s := range ids {
+		id, err := ringflake.ParseID(s)
+		require.NoError(t, err)
+		require.Greater(t, int64(id), newest)
+	}
+
+	far := (time.Now().Add(time.Minute).UnixMilli() - twepoch) << 22
+	code, _, stderr = invoke("gen", "--layout", "bwmarrin", "--machine-id", "3", "--no-state-file", "--above", fmt.Sprint(far), "--acquire-timeout", "100ms")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, fmt.Sprintf("the floor set by WithAbove(%d)", far))
+	assert.Contains(t, stderr, "(here: --acquire-timeout)")
+}
