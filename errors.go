@@ -51,7 +51,9 @@ var (
 	// have been issued with the ID before (each store documents what its
 	// marks cover), and the clock could not pass it within MaxWait, or, in
 	// New, within New's context. The wait ends by itself once the clock
-	// passes the mark; a mark far ahead may mean the clock is behind.
+	// passes the mark; a mark far ahead may mean the clock is behind. It
+	// also means the clock has not passed the tick of [WithAbove]'s ID: the
+	// error then names WithAbove and its ID.
 	ErrMarkAhead = sentinel.New("ringflake: the mark the machine ID's lease inherited is ahead of the clock")
 
 	// ErrClosed means [Generator.Close] was called, or the Generator was

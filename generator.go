@@ -70,7 +70,8 @@ type Generator struct {
 // one wrapping ctx's error if the source did not answer in time; an error
 // holding a [*ClockError] wrapping [ErrMarkAhead] if the clock cannot pass
 // the leased ID's inherited mark by ctx's deadline (at once, without
-// waiting, when the clock says so), or wrapping [ErrLeaseLost] if the lease
+// waiting, when the clock says so), or the tick of [WithAbove]'s ID (with a
+// fixed machine ID too), or wrapping [ErrLeaseLost] if the lease
 // is not held by then; and [ErrClockBeforeEpoch] or [ErrTimeOverflow] if
 // the clock left the layout's range while New waited. An error of a
 // Leaser's release on the way out is joined to New's.
