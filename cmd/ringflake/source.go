@@ -22,6 +22,7 @@ type sourceFlags struct {
 	maxWait     time.Duration
 	clockOffset time.Duration
 	datacenter  int64
+	above       *ringflake.ID // --above, nil if not given
 	layoutFlags
 	lease leaseFlags
 	state stateFlags
@@ -36,6 +37,15 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed (0, the default: 100ms; negative: never wait)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
+	fs.Func("above", "issue only IDs above `ID`, the newest of the fleet being replaced (SELECT max(id)): wait for the clock to pass its time, "+
+		"and refuse a clock stepped back to it; with the old fleet's --layout, see docs/moving-in.md", func(s string) error {
+		id, err := ringflake.ParseID(s)
+		if err != nil {
+			return err
+		}
+		f.above = &id
+		return nil
+	})
 	f.layoutFlags.register(fs, true)
 	fs.Int64Var(&f.datacenter, "datacenter", 0, "the datacenter `N`, 0..2^B-1, for a layout split by --datacenter-bits B; "+
 		"--machine-id then gives the worker within it, 0..2^(10-B)-1 in the default layout, and a lease takes one of the datacenter's machine IDs (--machine-range then names workers)")
@@ -153,6 +163,9 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup.Startup) (*plan, err
 		ringflake.WithMaxWait(f.maxWait),
 		ringflake.WithLogger(log),
 		ringflake.WithLayout(layout),
+	}
+	if f.above != nil {
+		opts = append(opts, ringflake.WithAbove(*f.above))
 	}
 	// The machine ID is built once, here: with a datacenter split, the
 	// datacenter's first machine ID plus the worker (check has refused a
