@@ -182,6 +182,7 @@ type takeRow struct {
 
 // takes runs the takes scenario and prints its table.
 func takes(o options) {
+	defer mysqltest.Cleanup() // the data directory its servers are copied from
 	var rows []takeRow
 	for _, st := range takeStores {
 		for _, n := range takeRanges {
