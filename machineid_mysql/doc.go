@@ -39,6 +39,9 @@
 // locks its token's rows in the primary key's order: no cycle of waits, so
 // no deadlock.
 //
+// docs/machineid_mysql.md lists the server's behaviours this rests on,
+// each step citing them.
+//
 // The guarantee: with one primary whose committed data survives
 // (innodb_flush_log_at_trx_commit=1, and semi-synchronous or synchronous
 // replication for failovers), nobody deleting the table's rows, and the
