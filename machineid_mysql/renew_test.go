@@ -110,33 +110,64 @@ func TestTakenRowReportsLost(t *testing.T) {
 	assert.Equal(t, "intruder", *owner, "the holder must not take back a row another owns")
 }
 
-// TestLossReportedWhenServerStops stops the database under a holder: the
-// loss must be reported, with the database's error as its cause, before
-// the row can expire; and the holder must get its ID back once the database
-// is up again.
-func TestLossReportedWhenServerStops(t *testing.T) {
+// TestLossReportedWhenServerFails stops the database under a holder (a
+// shutdown, a kill -9, a pause with SIGSTOP) for longer than the TTL: the
+// loss must be reported, with the failed renewal as its cause, before the
+// last expiry the database wrote for the row; and the holder must get its
+// ID back once the database answers again.
+func TestLossReportedWhenServerFails(t *testing.T) {
 	t.Parallel()
-	srv, db := startDB(t)
-	l := newLeaser(t, db)
-	rec := watch(t, l)
-	id, err := l.MachineID(ctxT(t))
-	require.NoError(t, err)
-	first, i := rec.await(t, 0, ttl, "the lease", held)
+	for _, tt := range []struct {
+		name         string
+		fail, answer func(*mysqltest.Server)
+	}{
+		{"shutdown", (*mysqltest.Server).Stop, (*mysqltest.Server).Start},
+		{"kill -9", (*mysqltest.Server).Kill, (*mysqltest.Server).Start},
+		{"SIGSTOP", (*mysqltest.Server).Pause, (*mysqltest.Server).Resume},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, db := startDB(t)
+			logExpiries(t, db)
+			l := newLeaser(t, db)
+			rec := watch(t, l)
+			id, err := l.MachineID(ctxT(t))
+			require.NoError(t, err)
+			first, i := rec.await(t, 0, ttl, "the lease", held)
 
-	expires := readRow(t, db, id).expiresAt // the row's expiry, as the database set it last
-	srv.Stop()
-	lost, i := rec.await(t, i, 2*ttl, "the lease lost", notHeld)
-	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost, "the cause is the lease running out")
-	assert.ErrorContains(t, lost.Err, "renewing machine ID", "the cause wraps the failed renewal")
-	srv.Start()
-	back, _ := rec.await(t, i, 2*ttl, "the lease back", held)
-	assert.Equal(t, id, back.ID, "the holder gets its own ID back")
-	assert.Equal(t, first.After, back.After, "the same holder keeps its After")
-	// The database's clock is this machine's: the loss was reported before
-	// the last expiry the database had written before it stopped (a
-	// renewal may have come between the read and the stop: it only moves
-	// the expiry later).
-	assert.True(t, lost.at.Before(expires.Add(ttl)), "the loss was reported at %v, after the row expired (at most %v)", lost.at, expires.Add(ttl))
+			tt.fail(srv)
+			failed := time.Now()
+			lost, i := rec.await(t, i, 2*ttl, "the lease lost", notHeld)
+			assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost, "the cause is the lease running out")
+			assert.ErrorContains(t, lost.Err, "renewing machine ID", "the cause wraps the failed renewal")
+			time.Sleep(time.Until(failed.Add(ttl))) // longer than the TTL
+			tt.answer(srv)
+			back, _ := rec.await(t, i, 3*ttl, "the lease back", held)
+			assert.Equal(t, id, back.ID, "the holder gets its own ID back")
+			assert.Equal(t, first.After, back.After, "the same holder keeps its After")
+
+			// The database's clock is this machine's.
+			var expires int64
+			require.NoError(t, db.QueryRowContext(ctxT(t), `SELECT MAX(TIMESTAMPDIFF(MICROSECOND, TIMESTAMP'1970-01-01 00:00:00', expires_at))
+FROM expiries WHERE logged_at < TIMESTAMPADD(MICROSECOND, ?, TIMESTAMP'1970-01-01 00:00:00')`, failed.UnixMicro()).Scan(&expires))
+			assert.True(t, lost.at.Before(time.UnixMicro(expires)), "the loss was reported at %v, after the row expired at %v by the database's clock", lost.at, time.UnixMicro(expires))
+			t.Logf("the loss was reported %v after the failure, %v before the row's expiry", lost.at.Sub(failed).Round(time.Millisecond), time.UnixMicro(expires).Sub(lost.at).Round(time.Millisecond))
+		})
+	}
+}
+
+// logExpiries makes the database log every expires_at it writes to the
+// default table for an owner, in a table expiries, with when it wrote it.
+func logExpiries(t *testing.T, db mm.DB) {
+	t.Helper()
+	for _, stmt := range []string{
+		`CREATE TABLE expiries (id BIGINT, owner VARCHAR(64), expires_at DATETIME(6), logged_at DATETIME(6))`,
+		`CREATE TRIGGER log_expiry AFTER UPDATE ON ringflake_machine_ids FOR EACH ROW
+INSERT INTO expiries VALUES (NEW.id, NEW.owner, NEW.expires_at, UTC_TIMESTAMP(6))`,
+	} {
+		_, err := db.ExecContext(ctxT(t), stmt)
+		require.NoError(t, err, stmt)
+	}
 }
 
 // TestCallTimeoutBoundsRenewals pauses the database: renewals hang, and
