@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/mysqltest"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("RINGFLAKE_STATE_DIR", state)
 	code := m.Run()
+	mysqltest.Cleanup()
 	if cli.dir != "" {
 		_ = os.RemoveAll(cli.dir)
 	}
@@ -128,9 +130,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"gen empty lease", []string{"gen", "--lease", ""},
 			`ringflake: gen: --lease = ""; want a URL such as redis://host:port`},
 		{"gen lease without a scheme", []string{"gen", "--lease", "127.0.0.1:6379"},
-			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: etcd, k8s, postgres, postgresql, redis, rediss"},
+			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: etcd, k8s, mysql, postgres, postgresql, redis, rediss"},
 		{"gen unsupported scheme", []string{"gen", "--lease", "memcached://127.0.0.1:11211"},
-			`ringflake: gen: --lease: unsupported scheme "memcached"; supported: etcd, k8s, postgres, postgresql, redis, rediss`},
+			`ringflake: gen: --lease: unsupported scheme "memcached"; supported: etcd, k8s, mysql, postgres, postgresql, redis, rediss`},
 		{"gen etcd without endpoint", []string{"gen", "--lease", "etcd://"}, "ringflake: gen: lease etcd:: no endpoint; want etcd://host:port[,host:port...]"},
 		{"gen etcd endpoint without port", []string{"gen", "--lease", "etcd://a,b:2379"}, `ringflake: gen: lease etcd://a,b:2379: endpoint "a"; want host:port`},
 		{"gen etcd path", []string{"gen", "--lease", "etcd://127.0.0.1:1/x"},
