@@ -40,13 +40,36 @@ const (
 	// before issue 36's review: it does not cover Redis's clock stepping
 	// back, within the bound, between a mark's write and the restart.
 	mutantOneBound = "floor-one-bound"
+	// mutantReplicaUptime: a promoted replica's start is read from its
+	// uptime too, as before issue 36's second review.
+	mutantReplicaUptime = "floor-replica-uptime"
 )
+
+// scriptSource returns the source of one of the store's scripts.
+func scriptSource(sc *redis.Script) string {
+	switch sc {
+	case renew:
+		return renewSrc
+	case leaseAcquire:
+		return leaseAcquireSrc
+	case hostAcquire:
+		return hostAcquireSrc
+	}
+	return ""
+}
 
 // mutantScript returns sc, or under renew-across-restart (for renew) or
 // own-lease-no-floor (for the acquire scripts) sc with the line that voids
 // a lease another process recorded switched off.
 func mutantScript(sc *redis.Script) *redis.Script {
 	var src string
+	if mutant.On(mutantReplicaUptime) {
+		for _, s := range []*redis.Script{renew, leaseAcquire, hostAcquire} {
+			if sc == s {
+				return redis.NewScript(strings.ReplaceAll(scriptSource(sc), "if promoted() then -- uptime", "if false then"))
+			}
+		}
+	}
 	switch {
 	case mutant.On(mutantRenewAcrossRestart) && sc == renew:
 		src = renewSrc

@@ -3,6 +3,8 @@ package machineid_redis_test
 import (
 	"context"
 	"flag"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,7 +199,7 @@ func TestOwnLeaseFromAnOlderSnapshot(t *testing.T) {
 		hc.set(true)             // only while K takes ID 0: H's renewal then finds it K's
 		w.srv.Stop()
 		w.srv.DropSnapshot()
-		w.srv.Restart() // S_b, empty
+		w.srv.Restart()                                        // S_b, empty
 		k := leased(t, client(t, w.srv.Addr), s.opts(0, 1)...) // ID 1 for K after S_c, where ID 0 may be H's
 		ks := changes(t, k)
 		id, err := k.MachineID(acquireCtx(t))
@@ -303,6 +305,65 @@ func TestRedisClockStepBackThenRestart(t *testing.T) {
 
 	dups := led.repeats()
 	t.Logf("H issued %d, N %d", rh.issued, rn.issued)
+	assert.Positive(t, rh.issued)
+	assert.Positive(t, rn.issued)
+	assert.Zero(t, len(dups), "%d IDs issued twice, first ones: %v", len(dups), dups[:min(len(dups), 3)])
+}
+
+// TestSwitchOverAfterARestart (found by a second outside review): H, its
+// clock 4.8s ahead within a bound of 5s (N's will be 4.8s behind), issues on ID 0 on primary A, whose replica B has every
+// write, and crashes. A restarts empty; B syncs again and holds A's new,
+// empty data; B is promoted. Its process started long before A forgot, so
+// a floor counted from B's uptime (mutant floor-replica-uptime) is in the
+// past, and N took ID 0 with no mark to wait for and issued H's IDs. A
+// promoted replica's start is its first call as a primary.
+func TestSwitchOverAfterARestart(t *testing.T) {
+	t.Parallel()
+	if *voidMutant != "" {
+		require.True(t, mutant.Set(*voidMutant), "switching the mutant %q on needs -tags ringflake_mutant", *voidMutant)
+		t.Cleanup(func() { _ = mutant.Set("") })
+	}
+	const life, wide, lead = time.Second, 5 * time.Second, 4800 * time.Millisecond
+	opts := []machineid.Option{machineid.WithRange(0, 0), machineid.WithTTL(life),
+		machineid.WithMaxClockOffset(wide), machineid.WithSafetyMargin(200 * time.Millisecond)}
+	a := redistest.Start(t)
+	b := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(a.Port))
+	synced := func() bool { return strings.Contains(b.Do("INFO", "replication"), "master_link_status:up") }
+	require.Eventually(t, synced, 20*time.Second, 10*time.Millisecond, "B syncs with A")
+	a.WaitUptime(life + 3*wide)
+	b.WaitUptime(life + 3*wide) // a floor from B's uptime would be in the past
+	led := newLedger()
+
+	var hc cutter
+	h := leased(t, hc.client(t, a.Addr), opts...)
+	ahead := func() time.Time { return time.Now().Add(lead) }
+	gh, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(h), ringflake.WithClock(ahead), ringflake.WithMaxWait(-1))
+	require.NoError(t, err)
+	rh := &run{who: "H"}
+	until := time.Now().Add(4 * life) // long enough for N's ticks, 9.6s behind, to reach H's
+	rh.issue(gh, led, func(*run) bool { return time.Now().After(until) })
+	hc.set(true) // H crashes
+
+	a.Stop()
+	a.Restart() // empty
+	require.Eventually(t, func() bool { return synced() && b.Do("DBSIZE") == "0" }, 20*time.Second, 10*time.Millisecond,
+		"B syncs again with A, whose data the restart emptied")
+	require.Equal(t, "OK", b.Do("REPLICAOF", "NO", "ONE")) // the switch-over, every write on B
+
+	n := leased(t, client(t, b.Addr), opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*(life+2*wide))
+	defer cancel()
+	behind := func() time.Time { return time.Now().Add(-lead) } // within the bound too
+	gn, err := ringflake.New(ctx, ringflake.WithMachineIDSource(n), ringflake.WithClock(behind), ringflake.WithMaxWait(-1))
+	require.NoError(t, err, "N waits out B's floor")
+	t.Cleanup(func() { _ = gn.Close() })
+	rn := &run{who: "N"}
+	started := time.Now()
+	until = time.Now().Add(4 * life)
+	rn.issue(gn, led, func(*run) bool { return time.Now().After(until) })
+
+	dups := led.repeats()
+	t.Logf("H issued %d up to %v, N %d from %v (After %v)", rh.issued, rh.last.Add(lead), rn.issued, started.Add(-lead), gn.Lease().After)
 	assert.Positive(t, rh.issued)
 	assert.Positive(t, rn.issued)
 	assert.Zero(t, len(dups), "%d IDs issued twice, first ones: %v", len(dups), dups[:min(len(dups), 3)])
