@@ -16,23 +16,20 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 )
 
-// ready makes the prefix's nodes, once per store, and checks the session
-// timeout the servers granted h's session.
-func (s *store) ready(ctx context.Context, h *holding, ttl time.Duration) error {
-	if !s.made {
-		parts := strings.Split(s.prefix, "/")[1:]
-		var paths []string
-		for i := range parts {
-			paths = append(paths, "/"+strings.Join(parts[:i+1], "/"))
-		}
-		for _, p := range append(paths, s.prefix+"/owner", s.prefix+"/mark") {
-			if err := h.sess.create(ctx, p); err != nil {
-				return fmt.Errorf("creating %s: %w", p, err)
-			}
-		}
-		s.made = true
+// makeNodes makes the prefix's nodes, which a take finds missing the
+// first time a prefix is used (or if they were deleted).
+func (s *store) makeNodes(ctx context.Context, sess *session) error {
+	parts := strings.Split(s.prefix, "/")[1:]
+	var paths []string
+	for i := range parts {
+		paths = append(paths, "/"+strings.Join(parts[:i+1], "/"))
 	}
-	return h.sess.negotiated(ttl)
+	for _, p := range append(paths, s.prefix+"/owner", s.prefix+"/mark") {
+		if err := sess.create(ctx, p); err != nil {
+			return fmt.Errorf("creating %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // claim takes for h the ID that mine or pick chooses, and raises its mark
@@ -44,13 +41,18 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machi
 		return g, err
 	}
 	for {
-		owners, err := h.sess.children(ctx, s.prefix+"/owner")
-		if err != nil {
-			return machineid.Grant{}, s.listErr(err)
+		owners, marks, err := s.list(ctx, h.sess)
+		if errors.Is(err, zk.ErrNoNode) {
+			if err := s.makeNodes(ctx, h.sess); err != nil {
+				return machineid.Grant{}, err
+			}
+			continue
 		}
-		marks, err := h.sess.children(ctx, s.prefix+"/mark")
 		if err != nil {
-			return machineid.Grant{}, s.listErr(err)
+			return machineid.Grant{}, fmt.Errorf("listing the IDs under %s: %w", s.prefix, err)
+		}
+		if err := h.sess.negotiated(c.TTL); err != nil { // known once the session answered
+			return machineid.Grant{}, err
 		}
 		p, err := s.pick(ctx, c, h.sess, owners, marks)
 		if err != nil {
@@ -59,25 +61,33 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machi
 		if p.id < 0 {
 			return machineid.Grant{}, s.exhausted(ctx, c, h.sess, owners)
 		}
+		// The other holders' reports are read while the claim is written.
+		peers := make(chan []report, 1)
+		go func() { peers <- s.reports(ctx, h.sess, p.id, owners) }()
 		g, err := s.write(ctx, c, h, p)
+		others := <-peers
 		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) {
 			continue // someone took the ID, or moved its mark, first
 		}
 		if err != nil {
 			return machineid.Grant{}, err
 		}
-		g.Clock = s.reading(ctx, h, g.Clock, owners)
+		g.Clock = reference(g.Clock, others)
 		return g, nil
 	}
 }
 
-// listErr is the error of a listing of the prefix's nodes: if they are
-// gone, the next take makes them again.
-func (s *store) listErr(err error) error {
-	if errors.Is(err, zk.ErrNoNode) {
-		s.made = false
+// list returns the names of the owner and mark nodes, read at once.
+func (s *store) list(ctx context.Context, sess *session) (owners, marks []string, err error) {
+	var oerr, merr error
+	var wg sync.WaitGroup
+	wg.Go(func() { owners, oerr = sess.children(ctx, s.prefix+"/owner") })
+	wg.Go(func() { marks, merr = sess.children(ctx, s.prefix+"/mark") })
+	wg.Wait()
+	if oerr != nil {
+		return nil, nil, oerr
 	}
-	return fmt.Errorf("listing the IDs under %s: %w", s.prefix, err)
+	return owners, marks, merr
 }
 
 // picked is an ID that pick chose, with its mark as read.

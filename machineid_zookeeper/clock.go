@@ -52,12 +52,12 @@ func (h *holding) measure(c machineid.Claim, ms *zk.Stat, rtt time.Duration) mac
 // report is a clock's offset from ZooKeeper's, within an uncertainty.
 type report struct{ offset, within time.Duration }
 
-// reading returns the reference of a take of h's: own, ZooKeeper's clock,
-// or the median of it and the reports of up to three other holders among
-// owners (see above). It reads them for half of what is left of ctx and a
-// second at most, and leaves out what does not come in time.
-func (s *store) reading(ctx context.Context, h *holding, own machineid.Reading, owners []string) machineid.Reading {
-	others := slices.DeleteFunc(slices.Clone(owners), func(n string) bool { return n == strconv.FormatInt(h.id, 10) })
+// reports reads the clock reports of up to three holders among owners,
+// other than of id, at once, for half of what is left of ctx and a second
+// at most: they must not make the take they serve late. It leaves out what
+// does not come in time, and holders that have not reported yet.
+func (s *store) reports(ctx context.Context, sess *session, id int64, owners []string) []report {
+	others := slices.DeleteFunc(slices.Clone(owners), func(n string) bool { return n == strconv.FormatInt(id, 10) })
 	rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 	others = others[:min(len(others), reports)]
 	ctx, cancel := briefly(ctx)
@@ -66,7 +66,7 @@ func (s *store) reading(ctx context.Context, h *holding, own machineid.Reading, 
 	var wg sync.WaitGroup
 	for i, n := range others {
 		wg.Go(func() {
-			data, _, err := h.sess.get(ctx, s.prefix+"/owner/"+n)
+			data, _, err := sess.get(ctx, s.prefix+"/owner/"+n)
 			var rec record
 			if err == nil && json.Unmarshal(data, &rec) == nil && rec.Within > 0 {
 				got[i] = report{time.Duration(rec.Offset), time.Duration(rec.Within)}
@@ -74,18 +74,19 @@ func (s *store) reading(ctx context.Context, h *holding, own machineid.Reading, 
 		})
 	}
 	wg.Wait()
-	all := []report{{0, own.Within}}
-	for _, r := range got {
-		if r.within > 0 {
-			all = append(all, r)
-		}
-	}
+	return slices.DeleteFunc(got, func(r report) bool { return r.within == 0 })
+}
+
+// reference is a take's reference clock: own, ZooKeeper's clock, or the
+// median of it and the other holders' reports (see above).
+func reference(own machineid.Reading, others []report) machineid.Reading {
+	all := append([]report{{0, own.Within}}, others...)
 	m := median(all)
 	if m == all[0] {
 		return own
 	}
 	return machineid.Reading{
-		Source: fmt.Sprintf("the median of ZooKeeper's clock and %d live holders' clocks", len(all)-1),
+		Source: fmt.Sprintf("the median of ZooKeeper's clock and %d live holders' clocks", len(others)),
 		Time:   own.Time.Add(m.offset),
 		Within: own.Within + m.within,
 	}

@@ -130,7 +130,7 @@ func call[T any](ctx context.Context, s *session, f func() (T, error)) (T, error
 // not connected since.
 func (s *session) unreachable(err error) error {
 	if last := s.log.err(); last != nil {
-		return fmt.Errorf("%w; no ZooKeeper server answered: %v", err, last)
+		return fmt.Errorf("%w; the ZooKeeper client's last connection attempt: %v", err, last)
 	}
 	return err
 }

@@ -95,7 +95,6 @@ type store struct {
 	// one whose Release has yet to come. The Holder's calls, one at a time,
 	// are the only readers and writers.
 	held map[string]*holding
-	made bool // the prefix's nodes exist, as far as the store knows; written by the calls too
 }
 
 var _ machineid.Store = (*store)(nil)
@@ -114,9 +113,6 @@ func (s *store) Take(ctx context.Context, c machineid.Claim) (machineid.Grant, e
 			return machineid.Grant{}, err
 		}
 		h.sess = sess
-	}
-	if err := s.ready(ctx, h, c.TTL); err != nil {
-		return machineid.Grant{}, err
 	}
 	return s.claim(ctx, c, h)
 }
@@ -148,7 +144,7 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machine
 			}
 			continue // a renewal whose answer was lost moved the versions
 		case err != nil:
-			return machineid.Grant{}, fmt.Errorf("renewing machine ID %d: %w", id, err)
+			return machineid.Grant{}, err
 		}
 		if err := h.granted(id, res[0].Stat, s.ownerPath(id)); err != nil {
 			return machineid.Grant{}, err

@@ -125,7 +125,7 @@ func (s *Server) configure(quorum []string) error {
 		"dataDir=" + filepath.Join(s.dir, "data"),
 		"clientPortAddress=127.0.0.1", "clientPort=" + port,
 		"admin.enableServer=false", "4lw.commands.whitelist=srvr",
-		"autopurge.purgeInterval=0",
+		"autopurge.purgeInterval=0", "maxClientCnxns=0", // every client is on 127.0.0.1: no cap per address
 	}
 	cfg = append(cfg, quorum...)
 	if err := os.MkdirAll(filepath.Join(s.dir, "data"), 0o700); err != nil {
@@ -336,6 +336,11 @@ func (s *Server) spawn() {
 	cmd := exec.Command(s.java,
 		"-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.admin.enableServer=false",
+		"-Dzookeeper.forceSync=no", // a killed process's writes are in the page cache: no fsync needed
+		// Few threads: on a loaded machine each hop between threads waits
+		// for a CPU, and a request crosses fewer of them.
+		"-Dzookeeper.nio.numSelectorThreads=1", "-Dzookeeper.nio.numWorkerThreads=0",
+		"-Dzookeeper.commitProcessor.numWorkerThreads=0", "-XX:CICompilerCount=1",
 		"-cp", strings.Join(cp, ":"),
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.dir, "zoo.cfg"))
 	cmd.SysProcAttr = sysProcAttr()
