@@ -1,5 +1,5 @@
 // Package store makes the machine ID Leaser that a --lease URL names, on
-// Redis, etcd, PostgreSQL or Kubernetes, from the URL and the settings
+// Redis, etcd, PostgreSQL, Kubernetes or ZooKeeper, from the URL and the settings
 // every lease has. It does not contact the store: the generator does.
 package store
 
@@ -47,6 +47,7 @@ var openers = map[string]opener{
 	"k8s":        k8sLease,
 	"postgres":   postgresLease,
 	"postgresql": postgresLease,
+	"zk":         zkLease,
 }
 
 // Schemes returns the URL schemes Open takes, sorted.
