@@ -129,7 +129,10 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (machine
 		return machineid.Grant{}, fmt.Errorf("%w: machine ID %d: this holding has no ZooKeeper session or node", machineid.ErrLeaseLost, id)
 	}
 	for {
-		mark := max(h.mark, c.Until.UnixNano())
+		mark := h.mark // a zero c.Until (a take's trace, see mine) keeps it
+		if !c.Until.IsZero() {
+			mark = max(mark, c.Until.UnixNano())
+		}
 		start := time.Now()
 		res, err := h.sess.multi(ctx,
 			&zk.SetDataRequest{Path: s.ownerPath(id), Data: h.record(c), Version: h.ownerVersion},
