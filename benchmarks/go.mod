@@ -13,6 +13,7 @@ require (
 	github.com/ringflake/ringflake/machineid_k8s v0.1.0
 	github.com/ringflake/ringflake/machineid_postgres v0.1.0
 	github.com/ringflake/ringflake/machineid_redis v0.1.0
+	github.com/ringflake/ringflake/machineid_zookeeper v0.1.0
 	github.com/ringflake/ringflake/ringflakeclient v0.1.0
 	github.com/sony/sonyflake v1.3.0
 	github.com/sony/sonyflake/v2 v2.2.0
@@ -37,6 +38,7 @@ require (
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/go-sql-driver/mysql v1.10.2
+	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect

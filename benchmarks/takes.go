@@ -22,12 +22,14 @@ import (
 	"github.com/ringflake/ringflake/internal/mysqltest"
 	"github.com/ringflake/ringflake/internal/pgtest"
 	"github.com/ringflake/ringflake/internal/redistest"
+	"github.com/ringflake/ringflake/internal/zktest"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
 	"github.com/ringflake/ringflake/machineid_k8s"
 	"github.com/ringflake/ringflake/machineid_mysql"
 	"github.com/ringflake/ringflake/machineid_postgres"
 	"github.com/ringflake/ringflake/machineid_redis"
+	"github.com/ringflake/ringflake/machineid_zookeeper"
 )
 
 // The takes scenario measures how long a machine-ID lease store takes to
@@ -71,6 +73,7 @@ var takeStores = []takeStore{
 	{"PostgreSQL", postgresRig},
 	{"MySQL (MariaDB)", mysqlRig},
 	{"Kubernetes", k8sRig},
+	{"ZooKeeper", zkRig},
 }
 
 func redisRig(tb testing.TB) rig {
@@ -168,6 +171,13 @@ func k8sRig(tb testing.TB) rig {
 	}
 	return rig{holder: func(lo, hi int64) (*machineid.Holder, error) {
 		return machineid_k8s.New(c.CoordinationV1(), machineid.WithRange(lo, hi), machineid.WithTTL(takeTTL), machineid_k8s.WithNamespace("bench"))
+	}}
+}
+
+func zkRig(tb testing.TB) rig {
+	e := zktest.Start(tb)
+	return rig{holder: func(lo, hi int64) (*machineid.Holder, error) {
+		return machineid_zookeeper.New(e.Addrs(), machineid.WithRange(lo, hi), machineid.WithTTL(takeTTL))
 	}}
 }
 

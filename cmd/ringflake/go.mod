@@ -11,6 +11,7 @@ require (
 	github.com/ringflake/ringflake/machineid_k8s v0.1.0
 	github.com/ringflake/ringflake/machineid_postgres v0.1.0
 	github.com/ringflake/ringflake/machineid_redis v0.1.0
+	github.com/ringflake/ringflake/machineid_zookeeper v0.1.0
 	github.com/ringflake/ringflake/ringflakeprom v0.1.0
 	github.com/stretchr/testify v1.11.1
 	go.etcd.io/etcd/client/v3 v3.6.14
@@ -28,6 +29,7 @@ require (
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
+	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect

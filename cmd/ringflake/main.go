@@ -5,7 +5,7 @@
 //
 //	ringflake gen -n N --machine-id M    print N new IDs, one per line
 //	ringflake gen -n N --lease URL       the same, with a machine ID leased from a store
-//	                                     (redis://, etcd://, postgres://, mysql:// or k8s://)
+//	                                     (redis://, etcd://, postgres://, mysql://, k8s:// or zk://)
 //	ringflake serve --lease URL          serve IDs over HTTP: /v1/id, /v1/ids?n=N,
 //	                                     /v1/decode/{id}, Leaf's /api/snowflake/get/{key},
 //	                                     /metrics, /healthz and /readyz
@@ -68,6 +68,8 @@ commands:
                                   k8s://NAMESPACE[?prefix=P&identity=NAME]  Lease objects, on
                                     the cluster of $KUBECONFIG (or ~/.kube/config), or in a pod
                                     its service account's (default prefix ringflake-machine-)
+                                  zk://host:port[,host:port...][/path]  ZooKeeper
+                                    (default path /ringflake/machineid)
       [--machine-range MIN-MAX] [--lease-ttl D] [--safety-margin D] [--max-clock-offset D]
                                 the IDs the lease may hand out and its safety settings;
                                 a clock more than --max-clock-offset (2s) off the store's
