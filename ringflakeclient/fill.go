@@ -265,11 +265,11 @@ func (c *Client) answered(d time.Duration) {
 }
 
 // fail sets s's state from err, its failure, counts a failover if s was
-// serving, and ends the waits if no server can serve now.
+// ready, and ends the waits if no server can serve now.
 func (c *Client) fail(s *server, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.state == Ready || s.state == Connecting {
+	if s.state == Ready {
 		c.stats.Failovers++
 	}
 	s.state, s.err = stateOf(err), err

@@ -7,7 +7,7 @@ type Stats struct {
 	Served    uint64 // IDs NextID returned
 	Fetched   uint64 // IDs received from the servers
 	Dropped   uint64 // IDs dropped as older than the maximum age
-	Failovers uint64 // times a server that was serving failed, or said it was not ready
+	Failovers uint64 // times a server that was ready failed a call, or said it was not ready
 	Buffered  int    // IDs in the buffer now
 	Waits     Waits
 	Servers   []ServerStats // in the order New was given the targets
