@@ -123,13 +123,14 @@ func waitedAtMost(w ringflakeclient.Waits, d time.Duration) uint64 {
 }
 
 // A server on a fresh Redis waits out the restart floor (TTL + twice the
-// clock bound, 6 s here) before it has a machine ID; a client's first
+// clock bound, 8 s here) before it has a machine ID; a client's first
 // NextID, given 20 s, waits for it and returns its ID, where it used to
 // fail at once with "not ready".
 func TestClientWaitsForAServerAcquiring(t *testing.T) {
 	t.Parallel()
+	buildCLI(t) // before Redis starts: the floor runs from there
 	srv := redistest.Start(t)
-	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "2s", "--grpc-addr", "127.0.0.1:0")
+	s := startServerUntil(t, "ringflake: listening", "--lease", "redis://"+srv.Addr, "--lease-ttl", "4s", "--grpc-addr", "127.0.0.1:0")
 	target := s.grpcAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -140,12 +141,15 @@ func TestClientWaitsForAServerAcquiring(t *testing.T) {
 	c, err := ringflakeclient.New(ctx, []string{target})
 	require.NoError(t, err)
 	defer c.Close()
+	began := time.Now()
 	id, err := c.NextID(ctx)
 	require.NoError(t, err, "stats %+v; server log %v", c.Stats(), s.log())
+	t.Logf("the first NextID took %v", time.Since(began))
 	info, err = pb.NewIDsClient(dialGRPC(t, target)).Info(ctx, &pb.InfoRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, info.GetMachine(), ringflake.DefaultLayout().Decompose(id).Machine, "the ID is the server's")
 	st := c.Stats()
 	assert.Equal(t, uint64(1), st.Waits.Count, "the call waited: %+v", st)
 	assert.Equal(t, ringflakeclient.Ready, st.Servers[0].State, "%+v", st.Servers[0])
+	assert.ErrorContains(t, st.Servers[0].Err, "not ready", "the client saw the server acquiring")
 }
