@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -314,4 +315,69 @@ func TestSkipsAServerThatHangs(t *testing.T) {
 	if _, err := c.NextID(ctx); !errors.Is(err, ringflakeclient.ErrClosed) {
 		t.Fatalf("NextID() after Close = %v; want ErrClosed", err)
 	}
+}
+
+// Eight goroutines take IDs as fast as they can from three servers while
+// one hangs for three times the timeout: no wait for IDs reaches 250 ms
+// (a wait behind the hung server would last the timeout, 1 s), none
+// fails, no ID repeats. The waits are counted in the client's histogram.
+// cmd/ringflake's TestClientNoStallBehindAStoppedServer does this with
+// serve processes and SIGSTOP.
+func TestNoStallBehindAHungServer(t *testing.T) {
+	t.Parallel()
+	hung := &fake{machine: 9}
+	c, err := ringflakeclient.New(context.Background(), []string{start(t, &fake{machine: 8}), start(t, hung), start(t, &fake{machine: 10})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	got := make([][]ringflake.ID, 8)
+	errs := make(chan error, len(got))
+	for i := range got {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				id, err := c.NextID(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got[i] = append(got[i], id)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	hung.hang.Store(true)
+	time.Sleep(3 * time.Second)
+	hung.hang.Store(false)
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	for range got {
+		if err := <-errs; err != nil {
+			t.Errorf("NextID() = %v; want IDs while two servers answer", err)
+		}
+	}
+	s := c.Stats()
+	w := s.Waits
+	if long := w.Count - w.Counts[slices.Index(w.Bounds, 250*time.Millisecond)]; long != 0 {
+		t.Errorf("%d waits for IDs past 250ms, the longest %v; want none", long, w.Longest)
+	}
+	seen := map[ringflake.ID]bool{}
+	for _, ids := range got {
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("%v handed out twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	t.Logf("%d IDs, %d waits, the longest %v; servers %+v", len(seen), w.Count, w.Longest, s.Servers)
 }
