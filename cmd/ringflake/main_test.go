@@ -130,7 +130,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"gen empty lease", []string{"gen", "--lease", ""},
 			`ringflake: gen: --lease = ""; want a URL such as redis://host:port`},
 		{"gen lease without a scheme", []string{"gen", "--lease", "127.0.0.1:6379"},
-			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: etcd, k8s, mysql, postgres, postgresql, redis, rediss"},
+			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: etcd, k8s, mysql, postgres, postgresql, redis, rediss, zk"},
 		{"gen unsupported scheme", []string{"gen", "--lease", "memcached://127.0.0.1:11211"},
 			`ringflake: gen: --lease: unsupported scheme "memcached"; supported: etcd, k8s, mysql, postgres, postgresql, redis, rediss, zk`},
 		{"gen etcd without endpoint", []string{"gen", "--lease", "etcd://"}, "ringflake: gen: lease etcd:: no endpoint; want etcd://host:port[,host:port...]"},
