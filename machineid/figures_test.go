@@ -23,14 +23,14 @@ func TestDocsFigures(t *testing.T) {
 	secs := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	paused := 2*c.ttl/3 - c.margin
 	restarted := paused - max(c.ttl/10, c.callTimeout)
-	floor := c.ttl + c.maxOffset
+	floor := c.ttl + 2*c.maxOffset
 	for _, f := range []struct {
 		what, figure string
 		files        []string
 	}{
 		{"the outage of a paused server ridden out, 2·TTL/3 − margin", secs(paused), []string{"docs/leases.md"}},
 		{"the outage of a restarted server ridden out, 2·TTL/3 − margin − max(TTL/10, call timeout)", secs(restarted), []string{"docs/leases.md", "docs/machineid_etcd.md"}},
-		{"the wait after a Redis restart, TTL + bound", fmt.Sprintf("%d s", int(floor.Seconds())), []string{"README.md", "docs/leases.md"}},
+		{"the wait after a Redis restart, TTL + 2·bound", fmt.Sprintf("%d s", int(floor.Seconds())), []string{"README.md", "docs/leases.md"}},
 		{"the default TTL", fmt.Sprintf("(%d s)", int(c.ttl.Seconds())), []string{"README.md"}},
 		{"the default bound", fmt.Sprintf("%d s off", int(c.maxOffset.Seconds())), []string{"README.md"}},
 	} {

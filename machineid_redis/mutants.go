@@ -36,13 +36,40 @@ const (
 	// recorded, and no restart floor (the first world's partition-free
 	// form).
 	mutantOwnLeaseNoFloor = "own-lease-no-floor"
+	// mutantOneBound: the restart floor is the start + TTL + bound, as
+	// before issue 36's review: it does not cover Redis's clock stepping
+	// back, within the bound, between a mark's write and the restart.
+	mutantOneBound = "floor-one-bound"
+	// mutantReplicaUptime: a promoted replica's start is read from its
+	// uptime too, as before issue 36's second review.
+	mutantReplicaUptime = "floor-replica-uptime"
 )
+
+// scriptSource returns the source of one of the store's scripts.
+func scriptSource(sc *redis.Script) string {
+	switch sc {
+	case renew:
+		return renewSrc
+	case leaseAcquire:
+		return leaseAcquireSrc
+	case hostAcquire:
+		return hostAcquireSrc
+	}
+	return ""
+}
 
 // mutantScript returns sc, or under renew-across-restart (for renew) or
 // own-lease-no-floor (for the acquire scripts) sc with the line that voids
 // a lease another process recorded switched off.
 func mutantScript(sc *redis.Script) *redis.Script {
 	var src string
+	if mutant.On(mutantReplicaUptime) {
+		for _, s := range []*redis.Script{renew, leaseAcquire, hostAcquire} {
+			if sc == s {
+				return redis.NewScript(strings.ReplaceAll(scriptSource(sc), "if promoted() then -- uptime", "if false then"))
+			}
+		}
+	}
 	switch {
 	case mutant.On(mutantRenewAcrossRestart) && sc == renew:
 		src = renewSrc
@@ -70,10 +97,16 @@ const offFloor = -1e15
 // (whole seconds less one), and offFloor after. Without such a mutant, or
 // if the uptime cannot be read, restart as it is.
 func (s *store) mutantRestart(ctx context.Context, c machineid.Claim, restart int64) int64 {
+	if mutant.On(mutantOneBound) && c.MaxOffset >= 0 {
+		return restart - c.MaxOffset.Milliseconds()
+	}
 	if !mutant.On(mutantWindowFloor) && !mutant.On(mutantShortFloor) {
 		return restart
 	}
-	slack := time.Duration(restartMs(c))*time.Millisecond - c.TTL
+	slack := c.Margin // the bound the scripts cap marks at: the floor's offset less the TTL, before issue 36's second bound
+	if c.MaxOffset >= 0 {
+		slack = c.MaxOffset
+	}
 	window := c.TTL + slack
 	if mutant.On(mutantWindowFloor) {
 		window += slack

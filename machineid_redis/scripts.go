@@ -50,12 +50,13 @@ local function take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
 
 -- restartFloor returns the mark every ID is taken to have while this
--- server runs: its start, on its clock, plus restart (the TTL plus the
--- slack). A server that restarted may have lost, or rolled back to a
+-- server runs: its start, on its clock, plus restart (the TTL plus twice
+-- the slack). A server that restarted may have lost, or rolled back to a
 -- snapshot, the leases and marks of holders that were running: such a
 -- holder was last confirmed before the restart, and no mark was set more
--- than restart past the server's time then, so every lost mark is below
--- the floor. It holds for every take for as long as the server runs, not
+-- than the TTL plus the slack past the server's time then; Redis's clock
+-- may have stepped back since, by up to the slack (while it ran, or across
+-- the restart), so every lost mark is below the floor. It holds for every take for as long as the server runs, not
 -- only soon after the restart: a lost mark is lost for good, and a
 -- newcomer whose clock later steps back must still find every tick a dead
 -- holder issued below its After, which the generator never issues at or
@@ -183,9 +184,22 @@ end
 --     the start where it was, so the first newcomers do not wait for a
 --     floor counted from their own call.
 --
--- Rolling a running process back (DEBUG RELOAD of an older snapshot, say)
--- keeps its run_id and its start: like a flush, outside what the floor
--- covers.
+-- The uptime is a bound only for data the process has held since it
+-- started. A replica's data came by a sync after its start, from a primary
+-- that may have restarted and forgotten in the meantime; promoted (INFO's
+-- master_replid2 names the replication it came from), its uptime predates
+-- the loss, and only the marker, set by its first call as a primary,
+-- counts (an outside review: a primary restarted empty, its replica
+-- resynced and was switched to, and newcomers inherited a floor from the
+-- replica's start, below the marks the primary forgot: 941 to 2,984 IDs
+-- repeated). Rolling a running process back (DEBUG RELOAD of an older
+-- snapshot, say) keeps its run_id and its start: like a flush, outside
+-- what the floor covers.
+local function promoted()
+  local id2 = string.match(redis.call('INFO', 'replication'), 'master_replid2:(%x+)')
+  return id2 ~= nil and string.match(id2, '^0+$') == nil
+end
+
 local function serverStart(prefix)
   local up = tonumber(string.match(serverInfo(), 'uptime_in_seconds:(%d+)') or '0') or 0
   local now = serverMs() -- after INFO: see above
@@ -199,6 +213,9 @@ local function serverStart(prefix)
   if owner ~= run then
     at = now
     redis.call('SET', key, run .. ' ' .. string.format('%.0f', now))
+  end
+  if promoted() then -- uptime
+    return tonumber(at)
   end
   return math.min(tonumber(at), start)
 end

@@ -16,13 +16,14 @@ var (
 	ErrNoAnswer = errors.New("ringflakeclient: no answer within the timeout")
 )
 
-// Error reports that every server failed: NextID found the buffer empty
-// and no server that had answered since its last failure.
+// Error reports that no server can serve: NextID found the buffer empty
+// and every server failing or refused, or (with WithFailFast) not ready.
 type Error struct {
 	Failures []Failure // one per server, in the order New was given them
 }
 
-// Failure is one server's last failure.
+// Failure is one server's last failure. A layout mismatch wraps ErrLayout
+// and names both layouts.
 type Failure struct {
 	Target string
 	Err    error

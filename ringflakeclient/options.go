@@ -25,11 +25,12 @@ type options struct {
 	maxBackoff time.Duration
 	layout     *ringflake.Layout
 	dial       []grpc.DialOption
+	failFast   bool
 }
 
 // The defaults of the options.
 const (
-	DefaultLow        = 1024
+	DefaultLow        = 16
 	DefaultHigh       = 8192
 	DefaultBlock      = 1024
 	DefaultTimeout    = time.Second
@@ -43,9 +44,13 @@ func defaults() options {
 		maxAge: DefaultMaxAge, minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff}
 }
 
-// WithWaterMarks sets the buffer's marks: when it holds fewer than low
-// IDs, the fill asks for IDs until it holds high. 0 < low <= high;
-// defaults DefaultLow and DefaultHigh.
+// WithWaterMarks bounds the buffer's target. The fill learns the rate at
+// which IDs are taken and aims to hold, with what it has asked for, the
+// IDs taken in half the maximum age: at least low, at most high. It asks
+// for more once the buffer falls below half its target. So low is what a
+// slow or idle caller keeps (and may see age out), and high the most the
+// fill asks for at a time. 0 < low <= high; defaults DefaultLow and
+// DefaultHigh.
 func WithWaterMarks(low, high int) Option {
 	return optionFunc(func(o *options) { o.low, o.high = low, high })
 }
@@ -74,6 +79,13 @@ func WithBackoff(min, max time.Duration) Option {
 func WithLayout(l ringflake.Layout) Option {
 	return optionFunc(func(o *options) { o.layout = &l })
 }
+
+// WithFailFast makes NextID fail at once, with an [*Error], when no server
+// is ready: by default it waits, within its context, for a server that is
+// acquiring its machine ID or has asked to be called again later, as
+// gRPC's wait-for-ready does. Either way it waits for a server's first
+// answer, and fails at once when every server failed or refused.
+func WithFailFast() Option { return optionFunc(func(o *options) { o.failFast = true }) }
 
 // WithDialOptions adds options to every connection's grpc.NewClient; by
 // default the connections have no transport security, as serve's API has

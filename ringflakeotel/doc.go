@@ -52,4 +52,26 @@
 // the bound of machineid.WithMaxClockOffset. ringflake.layout.end
 // minus the current time is how long the layout has left: alert well ahead
 // of it, a year say.
+//
+// # The client
+//
+// [RegisterClient] does the same for a [ringflakeclient.Client], from its
+// Stats:
+//
+//	ringflake.client.ids.served       Int64 counter    {id}
+//	ringflake.client.ids.fetched      Int64 counter    {id}
+//	ringflake.client.ids.dropped      Int64 counter    {id}         past the maximum age
+//	ringflake.client.failovers        Int64 counter    {failover}   a ready server failed or said it was not ready
+//	ringflake.client.ids.buffered     Int64 gauge      {id}
+//	ringflake.client.waits            Int64 counter    {call}       calls that waited at most le seconds, by le
+//	ringflake.client.wait.time        Float64 counter  s            their total wait
+//	ringflake.client.wait.longest     Float64 gauge    s
+//	ringflake.client.server.state     Int64 gauge                   1 for each server's state, 0 for the others, by target and state
+//	ringflake.client.server.blocks    Int64 counter    {block}      by target
+//	ringflake.client.server.ids       Int64 counter    {id}         by target
+//
+// OpenTelemetry has no asynchronous histogram, and the client's waits are
+// counted where they end, so ringflake.client.waits gives the histogram's
+// cumulative buckets as Prometheus does, one point per bound (le="0.25",
+// ..., le="+Inf" for every wait), rather than a histogram instrument.
 package ringflakeotel

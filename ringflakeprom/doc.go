@@ -60,4 +60,23 @@
 // The layout's end makes an alert that fires a year before IDs run out:
 //
 //	ringflake_layout_end_timestamp_seconds - time() < 365 * 86400
+//
+// # The client
+//
+// [NewClientCollector] does the same for a [ringflakeclient.Client], from
+// its Stats:
+//
+//	ringflake_client_ids_served_total            counter    IDs NextID returned
+//	ringflake_client_ids_fetched_total           counter    IDs received from the servers
+//	ringflake_client_ids_dropped_total           counter    IDs dropped past the maximum age
+//	ringflake_client_failovers_total             counter    times a ready server failed or said it was not ready
+//	ringflake_client_ids_buffered                gauge      IDs in the buffer
+//	ringflake_client_wait_seconds                histogram  the waits of NextID calls that found the buffer empty
+//	ringflake_client_server_state{target,state}  gauge      1 for each server's state, 0 for the others
+//	ringflake_client_server_blocks_total{target} counter    blocks each server sent
+//	ringflake_client_server_ids_total{target}    counter    IDs each server sent
+//
+// A client that no server can serve shows no ready or acquiring server:
+//
+//	sum by (instance) (ringflake_client_server_state{state=~"ready|acquiring"}) == 0
 package ringflakeprom

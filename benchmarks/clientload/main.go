@@ -7,7 +7,12 @@
 //     at a time, of the same size;
 //   - the longest time one NextID takes while a server is killed
 //     (SIGKILL) or stopped (SIGSTOP), against two servers, beside the
-//     longest without either.
+//     longest without either;
+//   - the p99.9 and the longest NextID of 8 goroutines flat out against
+//     three servers, with none stopped and with one stopped (SIGSTOP) for
+//     most of the window, and the longest wait the client counted;
+//   - what a caller at 2,000 IDs a second has served, fetched and dropped,
+//     with the default options.
 //
 // Each figure is the median of -rounds rounds. Run it from the root of a
 // clone (it builds ./cmd/ringflake):
@@ -129,7 +134,111 @@ func run(rounds int, window time.Duration, batch int) error {
 		name := map[syscall.Signal]string{0: "no server stopped", syscall.SIGKILL: "one of two killed (SIGKILL)", syscall.SIGSTOP: "one of two stopped (SIGSTOP)"}[sig]
 		fmt.Printf("longest NextID, %s: %.2f ms\n", name, stall*1e3)
 	}
+	for _, sig := range []syscall.Signal{0, syscall.SIGSTOP} {
+		var p999, longest, waited []float64
+		for range rounds {
+			victim, err := start()
+			if err != nil {
+				return err
+			}
+			w, err := manyCallers([]string{a.grpc, victim.grpc, b.grpc}, victim, sig, window)
+			victim.kill()
+			if err != nil {
+				return err
+			}
+			p999, longest, waited = append(p999, w.p999), append(longest, w.longest), append(waited, w.waited)
+		}
+		name := map[syscall.Signal]string{0: "none stopped", syscall.SIGSTOP: "one of three stopped (SIGSTOP)"}[sig]
+		fmt.Printf("8 goroutines, %s: p99.9 %.3f ms, longest %.2f ms, longest wait for IDs %.2f ms\n",
+			name, mid(p999)*1e3, mid(longest)*1e3, mid(waited)*1e3)
+	}
+	var served, fetched, dropped []float64
+	for range rounds {
+		s, err := paced(a.grpc, 2000, window)
+		if err != nil {
+			return err
+		}
+		served, fetched, dropped = append(served, float64(s.Served)), append(fetched, float64(s.Fetched)), append(dropped, float64(s.Dropped))
+	}
+	fmt.Printf("2,000 IDs/s for %v, default options: %.0f served, %.0f fetched, %.0f dropped\n", window, mid(served), mid(fetched), mid(dropped))
 	return nil
+}
+
+// callers is what manyCallers measured, in seconds.
+type callers struct{ p999, longest, waited float64 }
+
+// manyCallers runs 8 goroutines taking IDs flat out from a client of
+// targets (default options) for window, victim sent sig (0: none) a
+// sixth of the way in and continued at five sixths; it gives the p99.9
+// and the longest NextID the callers timed, and the longest wait for IDs
+// the client counted.
+func manyCallers(targets []string, victim *proc, sig syscall.Signal, window time.Duration) (callers, error) {
+	c, err := ringflakeclient.New(context.Background(), targets)
+	if err != nil {
+		return callers{}, err
+	}
+	defer c.Close()
+	if sig != 0 {
+		t := time.AfterFunc(window/6, func() { _ = victim.cmd.Process.Signal(sig) })
+		defer t.Stop()
+		cont := time.AfterFunc(5*window/6, func() { _ = victim.cmd.Process.Signal(syscall.SIGCONT) })
+		defer cont.Stop()
+	}
+	took := make([][]time.Duration, 8)
+	errs := make(chan error, len(took))
+	end := time.Now().Add(window)
+	for i := range took {
+		go func() {
+			ctx := context.Background()
+			for time.Now().Before(end) {
+				began := time.Now()
+				if _, err := c.NextID(ctx); err != nil {
+					errs <- err
+					return
+				}
+				took[i] = append(took[i], time.Since(began))
+			}
+			errs <- nil
+		}()
+	}
+	for range took {
+		if err := <-errs; err != nil {
+			return callers{}, fmt.Errorf("NextID: %w", err)
+		}
+	}
+	all := slices.Concat(took...)
+	slices.Sort(all)
+	return callers{p999: all[len(all)*999/1000].Seconds(), longest: all[len(all)-1].Seconds(),
+		waited: c.Stats().Waits.Longest.Seconds()}, nil
+}
+
+// paced takes rate IDs a second from a client of target (default options)
+// for window, in steps of 2 ms, and gives the client's Stats.
+func paced(target string, rate int, window time.Duration) (ringflakeclient.Stats, error) {
+	c, err := ringflakeclient.New(context.Background(), []string{target})
+	if err != nil {
+		return ringflakeclient.Stats{}, err
+	}
+	defer c.Close()
+	const step = 2 * time.Millisecond
+	per := rate * int(step) / int(time.Second)
+	ctx := context.Background()
+	next := time.Now()
+	for end := next.Add(window); next.Before(end); next = next.Add(step) {
+		for range per {
+			if _, err := c.NextID(ctx); err != nil {
+				return ringflakeclient.Stats{}, err
+			}
+		}
+		time.Sleep(time.Until(next.Add(step)))
+	}
+	return c.Stats(), nil
+}
+
+// mid is the median of v.
+func mid(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // newClient is a client of targets with marks for throughput.
@@ -141,12 +250,12 @@ func newClient(targets []string) (*ringflakeclient.Client, error) {
 // buffered is the ns per NextID over 50,000 calls from a full buffer.
 func buffered(target string) float64 {
 	const n = 50000
-	c, err := ringflakeclient.New(context.Background(), []string{target}, ringflakeclient.WithWaterMarks(1000, 60000), ringflakeclient.WithBlock(4096))
+	c, err := ringflakeclient.New(context.Background(), []string{target}, ringflakeclient.WithWaterMarks(60000, 60000), ringflakeclient.WithBlock(4096))
 	if err != nil {
 		return 0
 	}
 	defer c.Close()
-	for c.Stats().Buffered < 60000 {
+	for c.Stats().Buffered < 60000 { // the low mark: the least the fill keeps
 		time.Sleep(time.Millisecond)
 	}
 	ctx := context.Background()

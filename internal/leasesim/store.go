@@ -313,7 +313,7 @@ func (s *server) rideFloor(c machineid.Claim) time.Duration {
 	if !s.k.forgets {
 		return 0
 	}
-	return (c.TTL + markSlack(c)).Truncate(time.Millisecond) - time.Millisecond
+	return (c.TTL + 2*markSlack(c)).Truncate(time.Millisecond) - time.Millisecond
 }
 
 // restartError is a forgetting store's answer to a renewal of an ID with
@@ -434,9 +434,10 @@ func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
 
 // floor returns, for a store that forgets, the mark every ID is taken to
 // have, as machineid_redis reads it: the instance's start on the server's
-// clock (its time less its uptime) plus the TTL and the mark slack, for as
-// long as the instance runs. Every mark the instance may have lost was set
-// before its start, capped at TTL + slack past the server's time then, so
+// clock (its time less its uptime) plus the TTL and twice the mark slack,
+// for as long as the instance runs. Every mark the instance may have lost
+// was set before its start, capped at TTL + slack past the server's time
+// then, which the server's clock may have stepped back from by the slack, so
 // every tick a holder of the old instance issued is at or below the floor,
 // whatever the clock of a later holder says when it takes or after: a
 // newcomer's ticks must pass the floor too. Redis's uptime_in_seconds is
@@ -453,7 +454,7 @@ func (s *server) floor(c machineid.Claim) time.Time {
 	if w, ok := s.window(c); ok && up >= w {
 		return time.Time{}
 	}
-	return s.started().Add(c.TTL + markSlack(c))
+	return s.started().Add(c.TTL + 2*markSlack(c))
 }
 
 // restart takes the store down for d and brings it back: having forgotten

@@ -1,0 +1,16 @@
+module github.com/ringflake/ringflake/machineid_zookeeper
+
+go 1.25.0
+
+require (
+	github.com/go-zookeeper/zk v1.0.4
+	github.com/ringflake/ringflake v0.1.0
+	github.com/stretchr/testify v1.11.1
+)
+
+require (
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)
