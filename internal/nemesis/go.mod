@@ -6,13 +6,16 @@ module github.com/ringflake/ringflake/internal/nemesis
 go 1.25.0
 
 require (
+	github.com/go-sql-driver/mysql v1.10.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/ringflake/ringflake v0.1.0
 	github.com/ringflake/ringflake/machineid_etcd v0.1.0
 	github.com/ringflake/ringflake/machineid_k8s v0.1.0
+	github.com/ringflake/ringflake/machineid_mysql v0.1.0
 	github.com/ringflake/ringflake/machineid_postgres v0.1.0
 	github.com/ringflake/ringflake/machineid_redis v0.1.0
+	github.com/ringflake/ringflake/machineid_zookeeper v0.1.0
 	github.com/stretchr/testify v1.11.1
 	go.etcd.io/etcd/client/v3 v3.6.14
 	go.uber.org/zap v1.27.0
@@ -20,6 +23,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
@@ -30,6 +34,7 @@ require (
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
+	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
