@@ -20,13 +20,18 @@ import (
 //go:embed testdata/clockshift.c
 var clockshiftC []byte
 
-// shim builds testdata/clockshift.c once per process, in a directory every user can
-// read (postgres runs as its own user), and returns the library's path.
+// shimDir holds the clock shim once built; TestMain removes it.
+var shimDir string
+
+// shim builds testdata/clockshift.c once per process, in a directory every
+// user can read (postgres runs as its own user), and returns the library's
+// path.
 var shim = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "nemesis-clockshift")
 	if err != nil {
 		return "", err
 	}
+	shimDir = dir
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}

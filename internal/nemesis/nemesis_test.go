@@ -37,7 +37,11 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(holderEnv); cfg != "" {
 		os.Exit(hold(cfg))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if shimDir != "" {
+		os.RemoveAll(shimDir)
+	}
+	os.Exit(code)
 }
 
 // TestNemesis runs the seeds the flags name. Without -nemesis.store (as
