@@ -133,7 +133,7 @@ func runServe(args []string, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(serve.JSONErrors(ln)) }()
-	gs, grpcAddr, err := grpcapi.Listen(f.grpcAddr, svc)
+	gs, grpcAddr, err := grpcapi.Listen(f.grpcAddr, svc, nil)
 	if err != nil {
 		_ = srv.Close()
 		p.out.done()

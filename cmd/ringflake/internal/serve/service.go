@@ -189,7 +189,7 @@ func (s *Service) issuing(h func(issuer, http.ResponseWriter, *http.Request)) ht
 		case g == nil:
 			reason, _, wait := s.starting()
 			w.Header().Set("Retry-After", seconds(wait))
-			replyError(w, http.StatusServiceUnavailable, "not ready: "+reason)
+			replyError(w, http.StatusServiceUnavailable, "not ready: "+OneLine(reason))
 		case r.Method == http.MethodHead:
 			h(dryRun{g}, w, r)
 		default:
@@ -449,12 +449,12 @@ func (s *Service) Readiness() Readiness {
 	g := s.gen.Load()
 	if g == nil {
 		reason, machine, wait := s.starting()
-		return Readiness{Machine: machine, Reason: reason, Wait: wait, Retry: true}
+		return Readiness{Machine: machine, Reason: OneLine(reason), Wait: wait, Retry: true}
 	}
 	machine := g.Lease().ID
 	if err := g.Ready(); err != nil {
 		wait, retry := RetryDelay(err)
-		return Readiness{Machine: machine, Reason: err.Error(), Wait: wait, Retry: retry}
+		return Readiness{Machine: machine, Reason: OneLine(err.Error()), Wait: wait, Retry: retry}
 	}
 	return Readiness{Ready: true, Machine: machine}
 }
@@ -488,7 +488,24 @@ func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
 // Retry-After when waiting helps.
 func issueError(w http.ResponseWriter, err error) {
 	retryAfter(w, err)
-	replyError(w, http.StatusServiceUnavailable, err.Error())
+	replyError(w, http.StatusServiceUnavailable, OneLine(err.Error()))
+}
+
+// OneLine returns msg on one line, for an error a caller shows as one: a
+// store's error may span lines (a server's multi-line reply, say), and
+// each line break, with the blanks around it, becomes "; ".
+func OneLine(msg string) string {
+	if !strings.ContainsAny(msg, "\r\n") {
+		return msg
+	}
+	lines := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
+	kept := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "; ")
 }
 
 // retryAfter sets Retry-After for an error of NextID or Ready when waiting
