@@ -198,6 +198,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"serve lease flag without lease", []string{"serve", "--lease-ttl", "2s"}, "ringflake: serve: --lease-ttl needs --lease"},
 		{"serve TLS key without certificate", []string{"serve", "--machine-id", "1", "--tls-key", "k.pem"},
 			`ringflake: serve: give --tls-cert and --tls-key together (--tls-cert "", --tls-key "k.pem")`},
+		{"serve client CA without certificate", []string{"serve", "--machine-id", "1", "--tls-client-ca", "ca.pem"},
+			"ringflake: serve: --tls-client-ca needs --tls-cert and --tls-key, the server's own certificate"},
 		{"serve TLS files missing", []string{"serve", "--machine-id", "1", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"},
 			"ringflake: serve: --tls-cert /nonexistent/c.pem with --tls-key /nonexistent/k.pem: open /nonexistent/c.pem: no such file or directory"},
 		{"serve both machine sources", []string{"serve", "--lease", "etcd://127.0.0.1:1", "--machine-id", "4"},

@@ -30,6 +30,8 @@ func (f TLSFlags) Config() (*tls.Config, error) {
 	switch {
 	case f.Cert == "" && f.Key == "" && f.ClientCA == "":
 		return nil, nil
+	case f.Cert == "" && f.Key == "":
+		return nil, fmt.Errorf("--tls-client-ca needs --tls-cert and --tls-key, the server's own certificate")
 	case f.Cert == "" || f.Key == "":
 		return nil, fmt.Errorf("give --tls-cert and --tls-key together (--tls-cert %q, --tls-key %q)", f.Cert, f.Key)
 	}
