@@ -98,6 +98,7 @@ commands:
   serve [--addr HOST:PORT]      serve IDs over HTTP (default 127.0.0.1:8080: loopback only,
                                 as the API has no authentication; :8080 for every interface),
                                 with a machine ID from --machine-id or --lease as for gen:
+        GET /                         a status page (HTML): lease, counts, layout; decodes ?id=
         GET /api/snowflake/get/{key}  an ID as plain decimal text, as Meituan Leaf
                                       answers (the key is ignored, as Leaf's Snowflake
                                       mode ignores it)
@@ -117,6 +118,8 @@ commands:
                                 JSON, numbers under a layout of at most 53 bits; bad input is a 4xx and a failure to issue a 503 (with
                                 Retry-After when waiting helps), each with {"error":"..."}
       [--max-batch N]           the most IDs one /v1/ids may ask for, 1..65536 (4096)
+      [--tls-cert FILE --tls-key FILE] [--tls-client-ca FILE]
+                                TLS on the HTTP and gRPC ports; mutual TLS with a client CA
       [--max-wait D] [--acquire-timeout D] [--clock-offset D], the state and the lease
                                 flags, as for gen
       [--read-timeout D] [--write-timeout D] [--idle-timeout D]

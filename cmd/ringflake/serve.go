@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,11 +30,14 @@ type serveFlags struct {
 	idleTimeout     time.Duration
 	shutdownTimeout time.Duration
 	logFormat       string
+	tls             serve.TLSFlags
+	tlsConf         *tls.Config // from tls; nil for plaintext
 	sourceFlags
 }
 
-// defaultAddr is loopback: the service has no authentication, so it is
-// reachable from other hosts only when --addr says so (:8080, say).
+// defaultAddr is loopback: without --tls-client-ca the service has no
+// authentication, so it is reachable from other hosts only when --addr
+// says so (:8080, say).
 const defaultAddr = "127.0.0.1:8080"
 
 // maxHeaderBytes bounds a request's header; the API's requests are a GET
@@ -43,7 +47,7 @@ const maxHeaderBytes = 8 << 10
 func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.StringVar(&f.addr, "addr", defaultAddr, "listen on `HOST:PORT`; the default is loopback only, as the API has no authentication (:8080 for every interface; port 0 for any free one)")
+	fs.StringVar(&f.addr, "addr", defaultAddr, "listen on `HOST:PORT`; the default is loopback only, as the API has no authentication but mutual TLS (:8080 for every interface; port 0 for any free one)")
 	fs.StringVar(&f.grpcAddr, "grpc-addr", "", "also serve the gRPC API (ringflakeclient/ringflakepb), health and reflection on `HOST:PORT`; off by default")
 	fs.IntVar(&f.maxBatch, "max-batch", serve.DefaultMaxBatch, fmt.Sprintf("the most IDs one /v1/ids request may ask for, `N` in 1..%d", serve.MaxBatchLimit))
 	fs.DurationVar(&f.readTimeout, "read-timeout", 5*time.Second, "a connection's request, header included, must arrive within `D`")
@@ -51,6 +55,7 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "close a kept-alive connection idle for `D`")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM or SIGINT, wait at most `D` for the requests in flight before closing their connections")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log records on stderr as `text` or json")
+	f.tls.Register(fs)
 	f.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return f, err
@@ -69,6 +74,10 @@ func parseServe(args []string, stderr io.Writer) (serveFlags, error) {
 	}
 	if err := f.check(fs); err != nil {
 		return f, err
+	}
+	var err error
+	if f.tlsConf, err = f.tls.Config(); err != nil {
+		return f, usageError("serve: %v", err)
 	}
 	if f.lease.url == "" && !f.set["machine-id"] {
 		// gen may default to machine 0 for a quick look; a service runs
@@ -121,7 +130,7 @@ func runServe(args []string, stderr io.Writer) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	st.Clock = p.out.clock
-	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.Status})
+	svc := serve.New(nil, serve.Config{MaxBatch: f.maxBatch, Layout: f.layout(), Starting: st.Status, Lease: st.LeaseReport})
 	srv := &http.Server{
 		Handler:           svc,
 		ReadHeaderTimeout: f.readTimeout,
@@ -132,14 +141,14 @@ func runServe(args []string, stderr io.Writer) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serve.JSONErrors(ln)) }()
-	gs, grpcAddr, err := grpcapi.Listen(f.grpcAddr, svc)
+	go func() { served <- srv.Serve(serve.Listener(ln, f.tlsConf)) }()
+	gs, grpcAddr, err := grpcapi.Listen(f.grpcAddr, svc, f.tlsConf)
 	if err != nil {
 		_ = srv.Close()
 		p.out.done()
 		return fmt.Errorf("serve: %w", err)
 	}
-	log.Info("ringflake: listening", "addr", ln.Addr().String(), "grpc_addr", grpcAddr, "source", f.sourceName())
+	log.Info("ringflake: listening", "addr", ln.Addr().String(), "grpc_addr", grpcAddr, "tls", f.tlsConf != nil, "mutual_tls", f.tls.ClientCA != "", "source", f.sourceName())
 
 	began := time.Now()
 	if g == nil {

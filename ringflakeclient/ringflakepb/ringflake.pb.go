@@ -350,9 +350,19 @@ type DecodeResponse struct {
 	UnixNanos int64 `protobuf:"varint,2,opt,name=unix_nanos,json=unixNanos,proto3" json:"unix_nanos,omitempty"`
 	Machine   int64 `protobuf:"varint,3,opt,name=machine,proto3" json:"machine,omitempty"`
 	Sequence  int64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	// Set when the layout splits the machine ID.
-	Datacenter    *int64 `protobuf:"varint,5,opt,name=datacenter,proto3,oneof" json:"datacenter,omitempty"`
-	Worker        *int64 `protobuf:"varint,6,opt,name=worker,proto3,oneof" json:"worker,omitempty"`
+	// Set when the layout splits the machine ID. Each is a oneof of one
+	// field, which says whether it is set as proto3's "optional" would, with
+	// the same bytes on the wire, and which protoc before 3.15 (Debian's
+	// python3-grpc-tools has 3.5.1) compiles.
+	//
+	// Types that are valid to be assigned to DatacenterPart:
+	//
+	//	*DecodeResponse_Datacenter
+	DatacenterPart isDecodeResponse_DatacenterPart `protobuf_oneof:"datacenter_part"`
+	// Types that are valid to be assigned to WorkerPart:
+	//
+	//	*DecodeResponse_Worker
+	WorkerPart    isDecodeResponse_WorkerPart `protobuf_oneof:"worker_part"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,19 +425,57 @@ func (x *DecodeResponse) GetSequence() int64 {
 	return 0
 }
 
+func (x *DecodeResponse) GetDatacenterPart() isDecodeResponse_DatacenterPart {
+	if x != nil {
+		return x.DatacenterPart
+	}
+	return nil
+}
+
 func (x *DecodeResponse) GetDatacenter() int64 {
-	if x != nil && x.Datacenter != nil {
-		return *x.Datacenter
+	if x != nil {
+		if x, ok := x.DatacenterPart.(*DecodeResponse_Datacenter); ok {
+			return x.Datacenter
+		}
 	}
 	return 0
 }
 
+func (x *DecodeResponse) GetWorkerPart() isDecodeResponse_WorkerPart {
+	if x != nil {
+		return x.WorkerPart
+	}
+	return nil
+}
+
 func (x *DecodeResponse) GetWorker() int64 {
-	if x != nil && x.Worker != nil {
-		return *x.Worker
+	if x != nil {
+		if x, ok := x.WorkerPart.(*DecodeResponse_Worker); ok {
+			return x.Worker
+		}
 	}
 	return 0
 }
+
+type isDecodeResponse_DatacenterPart interface {
+	isDecodeResponse_DatacenterPart()
+}
+
+type DecodeResponse_Datacenter struct {
+	Datacenter int64 `protobuf:"varint,5,opt,name=datacenter,proto3,oneof"`
+}
+
+func (*DecodeResponse_Datacenter) isDecodeResponse_DatacenterPart() {}
+
+type isDecodeResponse_WorkerPart interface {
+	isDecodeResponse_WorkerPart()
+}
+
+type DecodeResponse_Worker struct {
+	Worker int64 `protobuf:"varint,6,opt,name=worker,proto3,oneof"`
+}
+
+func (*DecodeResponse_Worker) isDecodeResponse_WorkerPart() {}
 
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -631,19 +679,19 @@ const file_ringflake_proto_rawDesc = "" +
 	"\x03ids\x18\x01 \x03(\x03R\x03ids\"7\n" +
 	"\rDecodeRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06format\x18\x02 \x01(\tR\x06format\"\xd1\x01\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\"\xd3\x01\n" +
 	"\x0eDecodeResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x1d\n" +
 	"\n" +
 	"unix_nanos\x18\x02 \x01(\x03R\tunixNanos\x12\x18\n" +
 	"\amachine\x18\x03 \x01(\x03R\amachine\x12\x1a\n" +
-	"\bsequence\x18\x04 \x01(\x03R\bsequence\x12#\n" +
+	"\bsequence\x18\x04 \x01(\x03R\bsequence\x12 \n" +
 	"\n" +
 	"datacenter\x18\x05 \x01(\x03H\x00R\n" +
-	"datacenter\x88\x01\x01\x12\x1b\n" +
-	"\x06worker\x18\x06 \x01(\x03H\x01R\x06worker\x88\x01\x01B\r\n" +
-	"\v_datacenterB\t\n" +
-	"\a_worker\"\r\n" +
+	"datacenter\x12\x18\n" +
+	"\x06worker\x18\x06 \x01(\x03H\x01R\x06workerB\x11\n" +
+	"\x0fdatacenter_partB\r\n" +
+	"\vworker_part\"\r\n" +
 	"\vInfoRequest\"\xdf\x01\n" +
 	"\x06Layout\x12\x1b\n" +
 	"\ttime_bits\x18\x01 \x01(\rR\btimeBits\x12!\n" +
@@ -714,7 +762,10 @@ func file_ringflake_proto_init() {
 	if File_ringflake_proto != nil {
 		return
 	}
-	file_ringflake_proto_msgTypes[7].OneofWrappers = []any{}
+	file_ringflake_proto_msgTypes[7].OneofWrappers = []any{
+		(*DecodeResponse_Datacenter)(nil),
+		(*DecodeResponse_Worker)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

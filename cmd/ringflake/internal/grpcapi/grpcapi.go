@@ -1,11 +1,13 @@
 // Package grpcapi is the gRPC API of "ringflake serve" (--grpc-addr): the
 // ringflake.v1.IDs service of ringflakeclient/ringflakepb over the HTTP
-// API's serve.Service, the standard grpc.health.v1 health service, which
-// follows the same readiness as /readyz, and server reflection.
+// API's serve.Service, the standard grpc.health.v1 health service, with a
+// liveness name that answers as /healthz does and a readiness name that
+// follows /readyz, and server reflection; over TLS when given a config.
 package grpcapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -46,10 +49,27 @@ type Server struct {
 	polled chan struct{} // closed when the health poll has stopped
 }
 
+// The health service's names. Liveness and its alias "" (the name a probe
+// asks by default) answer SERVING while the process serves, as /healthz
+// does, so that a liveness probe does not restart a server that waits out
+// its lease store; Readiness and its alias, the IDs service's own name,
+// follow the service's readiness, as /readyz does. Every name answers
+// NOT_SERVING once Stop has begun.
+const (
+	Liveness  = "liveness"
+	Readiness = "readiness"
+)
+
+// healthNames maps each health name to whether it follows the readiness.
+var healthNames = map[string]bool{
+	"": false, Liveness: false,
+	Readiness: true, pb.IDs_ServiceDesc.ServiceName: true,
+}
+
 // Listen listens on addr and serves the API over svc until Stop, and
-// returns the address it listens on. An empty addr serves nothing: the
-// nil Server it returns stops at once.
-func Listen(addr string, svc *serve.Service) (*Server, string, error) {
+// returns the address it listens on; over TLS when conf is not nil. An
+// empty addr serves nothing: the nil Server it returns stops at once.
+func Listen(addr string, svc *serve.Service, conf *tls.Config) (*Server, string, error) {
 	if addr == "" {
 		return nil, "", nil
 	}
@@ -57,7 +77,11 @@ func Listen(addr string, svc *serve.Service) (*Server, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--grpc-addr: %w", err)
 	}
-	s := &Server{svc: svc, gs: grpc.NewServer(), health: health.NewServer(),
+	var opts []grpc.ServerOption
+	if conf != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(conf)))
+	}
+	s := &Server{svc: svc, gs: grpc.NewServer(opts...), health: health.NewServer(),
 		drain: make(chan struct{}), polled: make(chan struct{})}
 	pb.RegisterIDsServer(s.gs, s)
 	healthpb.RegisterHealthServer(s.gs, healthService{s.health, s})
@@ -111,17 +135,19 @@ type healthService struct {
 	s *Server
 }
 
-// Check answers the status of the server ("") or of ringflake.v1.IDs,
-// from the readiness now, and NOT_SERVING once Stop has begun.
+// Check answers the status of a health name: SERVING for liveness, and
+// for readiness from the readiness now; NOT_SERVING once Stop has begun.
 func (h healthService) Check(_ context.Context, r *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-	if r.GetService() != "" && r.GetService() != pb.IDs_ServiceDesc.ServiceName {
-		return nil, status.Errorf(codes.NotFound, "unknown service %s", idtext.Quote(r.GetService()))
+	ready, known := healthNames[r.GetService()]
+	if !known {
+		return nil, status.Errorf(codes.NotFound, "unknown service %s; want %q or %q (or %q, %q)",
+			idtext.Quote(r.GetService()), Liveness, Readiness, "", pb.IDs_ServiceDesc.ServiceName)
 	}
 	st := healthpb.HealthCheckResponse_NOT_SERVING
 	select {
 	case <-h.s.drain:
 	default:
-		if h.s.svc.Readiness().Ready {
+		if !ready || h.s.svc.Readiness().Ready {
 			st = healthpb.HealthCheckResponse_SERVING
 		}
 	}
@@ -167,14 +193,16 @@ func (s *Server) poll() {
 	}
 }
 
-// setHealth sets the server's overall status ("") and the IDs service's.
+// setHealth sets the status of every health name: SERVING for liveness,
+// and for readiness as ready says.
 func (s *Server) setHealth(ready bool) {
-	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if ready {
-		st = healthpb.HealthCheckResponse_SERVING
+	for name, follows := range healthNames {
+		st := healthpb.HealthCheckResponse_SERVING
+		if follows && !ready {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		s.health.SetServingStatus(name, st)
 	}
-	s.health.SetServingStatus("", st)
-	s.health.SetServingStatus(pb.IDs_ServiceDesc.ServiceName, st)
 }
 
 // generator returns the generator, or the UNAVAILABLE status of a service
@@ -191,13 +219,14 @@ func (s *Server) generator() (*ringflake.Generator, error) {
 // RetryInfo when waiting helps, and FAILED_PRECONDITION when it does not
 // (a clock outside the layout's range, a closed generator).
 func issueError(err error) error {
+	msg := serve.OneLine(err.Error())
 	if wait, ok := serve.RetryDelay(err); ok {
-		return unavailable(err.Error(), wait)
+		return unavailable(msg, wait)
 	}
 	if errors.Is(err, ringflake.ErrClosed) {
-		return status.Error(codes.Unavailable, err.Error())
+		return status.Error(codes.Unavailable, msg)
 	}
-	return status.Error(codes.FailedPrecondition, err.Error())
+	return status.Error(codes.FailedPrecondition, msg)
 }
 
 // unavailable is UNAVAILABLE with msg and a google.rpc.RetryInfo detail of
@@ -315,7 +344,8 @@ func (s *Server) Decode(_ context.Context, r *pb.DecodeRequest) (*pb.DecodeRespo
 	p := l.Decompose(id)
 	d := &pb.DecodeResponse{Id: int64(id), UnixNanos: p.Time.UnixNano(), Machine: p.Machine, Sequence: p.Sequence}
 	if l.DatacenterBits > 0 {
-		d.Datacenter, d.Worker = &p.Datacenter, &p.Worker
+		d.DatacenterPart = &pb.DecodeResponse_Datacenter{Datacenter: p.Datacenter}
+		d.WorkerPart = &pb.DecodeResponse_Worker{Worker: p.Worker}
 	}
 	return d, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/cmd/ringflake/internal/idtext"
+	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/ringflakeprom"
 )
 
@@ -33,6 +34,7 @@ const (
 
 // Service answers the ID service's HTTP API from one generator:
 //
+//	GET /                         a status page for people: the lease, the counts, the layout, and a form that decodes an ID (?id=)
 //	GET /api/snowflake/get/{key}  an ID as plain decimal text, as Meituan Leaf answers; the key is ignored
 //	GET /v1/id                    {"id":"..."}, or {"id":N} under a layout of at most 53 bits
 //	GET /v1/ids?n=N               {"ids":["...",...]} or {"ids":[N,...]} likewise, N in 1..maxBatch, from one NextN call
@@ -62,6 +64,7 @@ type Service struct {
 	layout   ringflake.Layout                      // the generator's, written once by New
 	numbers  bool                                  // IDs are JSON numbers unless asked otherwise; written once by New
 	maxBatch int                                   // written once by New
+	lease    func() machineid.Lease                // the lease's latest report before the generator is ready; written once by New
 	mux      *http.ServeMux                        // written once by New
 	reg      *prometheus.Registry                  // written by New, and by Ready once
 
@@ -78,6 +81,9 @@ type Config struct {
 	// it may be ready, or 0 if that is not known; nil means "starting",
 	// for an unknown time.
 	Starting func() (reason string, machine int64, wait time.Duration)
+	// Lease is the lease's latest report before the generator is ready,
+	// for the status page; nil means none (machine ID -1).
+	Lease func() machineid.Lease
 }
 
 // New returns the HTTP API over g, which stays the caller's to Close. A
@@ -94,7 +100,10 @@ func New(g *ringflake.Generator, c Config) *Service {
 	if c.Starting == nil {
 		c.Starting = func() (string, int64, time.Duration) { return "starting", -1, 0 }
 	}
-	s := &Service{starting: c.Starting, layout: c.Layout, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
+	if c.Lease == nil {
+		c.Lease = func() machineid.Lease { return machineid.Lease{ID: -1} }
+	}
+	s := &Service{starting: c.Starting, lease: c.Lease, layout: c.Layout, maxBatch: c.MaxBatch, mux: http.NewServeMux()}
 	// A generator issues only IDs of its layout, each below 2^bits; at 53
 	// bits or fewer every one is at most 2^53-1, which a float64, and so a
 	// JavaScript Number, holds exactly (ringflake.NumberID's bound).
@@ -116,6 +125,7 @@ func New(g *ringflake.Generator, c Config) *Service {
 	s.mux.Handle("/metrics", onlyGET(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}).ServeHTTP))
 	s.mux.Handle("/healthz", onlyGET(healthz))
 	s.mux.Handle("/readyz", onlyGET(s.readyz))
+	s.mux.Handle("/{$}", onlyGET(s.status))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		replyError(w, http.StatusNotFound, fmt.Sprintf("no such path %s; see ringflake serve -h", idtext.Quote(r.URL.Path)))
 	})
@@ -189,7 +199,7 @@ func (s *Service) issuing(h func(issuer, http.ResponseWriter, *http.Request)) ht
 		case g == nil:
 			reason, _, wait := s.starting()
 			w.Header().Set("Retry-After", seconds(wait))
-			replyError(w, http.StatusServiceUnavailable, "not ready: "+reason)
+			replyError(w, http.StatusServiceUnavailable, "not ready: "+OneLine(reason))
 		case r.Method == http.MethodHead:
 			h(dryRun{g}, w, r)
 		default:
@@ -401,13 +411,18 @@ func (s *Service) decode(w http.ResponseWriter, r *http.Request) {
 		replyError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	replyJSON(w, http.StatusOK, s.decoded(id, reader))
+}
+
+// decoded returns the parts of id under the layout, with reader's hint.
+func (s *Service) decoded(id ringflake.ID, reader idtext.Reader) decoded {
 	p := s.layout.Decompose(id)
 	d := decoded{ID: id, Time: p.Time.UTC().Format(time.RFC3339Nano), Machine: p.Machine, Sequence: p.Sequence,
 		Hint: reader.Hint(id, "serve --layout ")}
 	if s.layout.DatacenterBits > 0 {
 		d.Datacenter, d.Worker = &p.Datacenter, &p.Worker
 	}
-	replyJSON(w, http.StatusOK, d)
+	return d
 }
 
 // healthz answers 200 for as long as the process serves at all.
@@ -449,12 +464,12 @@ func (s *Service) Readiness() Readiness {
 	g := s.gen.Load()
 	if g == nil {
 		reason, machine, wait := s.starting()
-		return Readiness{Machine: machine, Reason: reason, Wait: wait, Retry: true}
+		return Readiness{Machine: machine, Reason: OneLine(reason), Wait: wait, Retry: true}
 	}
 	machine := g.Lease().ID
 	if err := g.Ready(); err != nil {
 		wait, retry := RetryDelay(err)
-		return Readiness{Machine: machine, Reason: err.Error(), Wait: wait, Retry: retry}
+		return Readiness{Machine: machine, Reason: OneLine(err.Error()), Wait: wait, Retry: retry}
 	}
 	return Readiness{Ready: true, Machine: machine}
 }
@@ -488,7 +503,24 @@ func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
 // Retry-After when waiting helps.
 func issueError(w http.ResponseWriter, err error) {
 	retryAfter(w, err)
-	replyError(w, http.StatusServiceUnavailable, err.Error())
+	replyError(w, http.StatusServiceUnavailable, OneLine(err.Error()))
+}
+
+// OneLine returns msg on one line, for an error a caller shows as one: a
+// store's error may span lines (a server's multi-line reply, say), and
+// each line break, with the blanks around it, becomes "; ".
+func OneLine(msg string) string {
+	if !strings.ContainsAny(msg, "\r\n") {
+		return msg
+	}
+	lines := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
+	kept := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "; ")
 }
 
 // retryAfter sets Retry-After for an error of NextID or Ready when waiting

@@ -181,7 +181,7 @@ func TestServiceBadInput(t *testing.T) {
 		{"GET", "/v1/decode/abc", 400, `"abc" is a word, not an ID: as base58 it is 113019 (time 2024-01-01T00:00:00Z, machine 27, sequence 2427), before any ringflake ID (2026-11 on); give ?format=base58 to decode it so`},
 		{"GET", "/" + strings.Repeat("x", 10000), 404, `no such path "/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"...`},
 		{"GET", "/nope", 404, `no such path "/nope"`},
-		{"GET", "/", 404, `no such path "/"`},
+		{"POST", "/", 405, "method POST; want GET or HEAD"},
 		{"GET", "/v1/id/", 404, `no such path "/v1/id/"`},
 		{"GET", "/v1/ids/", 404, `no such path "/v1/ids/"`},
 		{"GET", "/v1/decode/", 404, `no such path "/v1/decode/"`},

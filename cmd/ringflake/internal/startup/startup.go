@@ -120,6 +120,16 @@ func (st *Startup) Reason() string {
 		l.ID, from, l.After.UTC().Format(time.RFC3339Nano))
 }
 
+// LeaseReport returns the lease's latest report, or one of machine ID -1
+// before the first; serve's status page shows it until the generator is
+// made.
+func (st *Startup) LeaseReport() machineid.Lease {
+	if l := st.Lease.Load(); l != nil {
+		return *l
+	}
+	return machineid.Lease{ID: -1}
+}
+
 // Status is Reason, with the machine ID the lease reports (taken, or
 // being acquired), or -1 before there is one, and how long until the
 // generator can issue, as far as the lease's reports tell: until the clock
