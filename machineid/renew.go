@@ -96,9 +96,10 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 // proposed: the store finds the token's own holding and answers at once,
 // and that call's reading is judged too. Each measurement bounds the true
 // offset on its own, so a clock refused by either is surely off, and a
-// right one passes both.
+// right one passes both. A tentative reference (Reading.Tentative) refuses
+// no one: the offset is reported, and the generator warns of it.
 func (h *Holder) judge(ctx context.Context, s *session, c Claim, id int64, off ClockOffset, rtt time.Duration, timeout time.Duration) (ClockOffset, error) {
-	if off.Past() {
+	if off.Past() && !off.Tentative {
 		return off, h.refuse(ctx, s, c, id, off, timeout)
 	}
 	if off.Against == "" || off.Bound < 0 || rtt <= off.Bound/2 {
@@ -119,7 +120,7 @@ func (h *Holder) judge(ctx context.Context, s *session, c Claim, id int64, off C
 		return off, h.failed(s, h.errorf("taking machine ID %d again to check the clock: the store granted %d", id, g.ID))
 	}
 	again := h.measure(g.Clock, c.Now, time.Since(sent))
-	if again.Past() {
+	if again.Past() && !again.Tentative {
 		return again, h.refuse(ctx, s, c, id, again, timeout)
 	}
 	if again.Against == "" || again.Within > off.Within {
