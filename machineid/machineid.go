@@ -31,8 +31,8 @@ type Lease struct {
 	// Until is the mark the store has confirmed for this holder: it must not
 	// issue IDs whose time is later than Until. Renewals raise it ahead of
 	// time. While a holding rides out its store's restart (see
-	// [RestartError]), it is the ceiling the store's restart floor leaves
-	// it. The zero Time means no limit.
+	// [RestartError]), it stays the mark last confirmed. The zero Time
+	// means no limit.
 	Until time.Time
 	// Err is why the lease is not held, such as the store's error, when Held
 	// is false; nil otherwise. While MachineID waits for an ID to free, it

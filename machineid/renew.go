@@ -68,7 +68,7 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	}
 	off := h.measure(g.Clock, c.Now, time.Since(sent))
 	if check {
-		if off, err = h.judge(ctx, s, c, g.ID, off, time.Since(sent), timeout); err != nil {
+		if off, err = h.judge(ctx, s, c, &g, off, time.Since(sent), timeout); err != nil {
 			return err
 		}
 		var raised ClockOffset
@@ -83,9 +83,10 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 	return nil
 }
 
-// judge checks the clock's offset off, which a take of id with the claim c
-// measured over a round trip of rtt, before any mark is raised, and returns
-// the offset it judged by, or the refusal. The caller holds h.turn.
+// judge checks the clock's offset off, which the take that granted g with
+// the claim c measured over a round trip of rtt, before any mark is raised,
+// and returns the offset it judged by, or the refusal. The caller holds
+// h.turn.
 //
 // Invariant: no mark is raised from a clock that a quick call could have
 // shown to be past the bound. Half the round trip is part of the
@@ -98,7 +99,8 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 // offset on its own, so a clock refused by either is surely off, and a
 // right one passes both. A tentative reference (Reading.Tentative) refuses
 // no one: the offset is reported, and the generator warns of it.
-func (h *Holder) judge(ctx context.Context, s *session, c Claim, id int64, off ClockOffset, rtt time.Duration, timeout time.Duration) (ClockOffset, error) {
+func (h *Holder) judge(ctx context.Context, s *session, c Claim, g *Grant, off ClockOffset, rtt time.Duration, timeout time.Duration) (ClockOffset, error) {
+	id := g.ID
 	if off.Past() && !off.Tentative {
 		return off, h.refuse(ctx, s, c, id, off, timeout)
 	}
@@ -108,18 +110,27 @@ func (h *Holder) judge(ctx context.Context, s *session, c Claim, id int64, off C
 	sent := time.Now()
 	c = h.claim(s)
 	c.Until = time.Time{}
-	var g Grant
+	var g2 Grant
 	err := h.call(ctx, s, timeout, fmt.Sprintf("taking machine ID %d again to check the clock", id), func(ctx context.Context) (err error) {
-		g, err = h.store.Take(ctx, c)
+		g2, err = h.store.Take(ctx, c)
 		return err
 	})
 	switch {
 	case err != nil:
 		return off, h.failed(s, err)
-	case g.ID != id:
-		return off, h.failed(s, h.errorf("taking machine ID %d again to check the clock: the store granted %d", id, g.ID))
+	case g2.ID != id:
+		return off, h.failed(s, h.errorf("taking machine ID %d again to check the clock: the store granted %d", id, g2.ID))
 	}
-	again := h.measure(g.Clock, c.Now, time.Since(sent))
+	if g2.After.After(g.After) {
+		// The store lost the first take (a restart between the two) and
+		// granted the ID anew, with an After the first did not have: the
+		// restart floor, or a mark recorded meanwhile. The holding
+		// inherits the later (leasesim seed 3758: the first take's After,
+		// kept across a rollback, was below the floor of the one that
+		// granted it again).
+		g.After = g2.After
+	}
+	again := h.measure(g2.Clock, c.Now, time.Since(sent))
 	if again.Past() && !again.Tentative {
 		return again, h.refuse(ctx, s, c, id, again, timeout)
 	}

@@ -8,44 +8,40 @@ import (
 )
 
 // A holding rides out its store's restart. When a renewal finds the lease
-// lost on a store that restarted (a [*RestartError]: gone, or taken by
-// another holder on the restarted store), the holding that
-// was confirmed stays usable below a ceiling, with no deadline, while the
-// Holder takes a lease again at once; the watchers go on seeing it, with
-// the ceiling as its Until, until the marks' clock passes the ceiling, and
-// then see the lease the Holder holds by then.
+// lost on a store that restarted (a [*RestartError]: gone, or another
+// holder's on the restarted store), the holding stays usable up to the
+// mark the store last confirmed for it, with no deadline, while the Holder
+// takes a lease again at once; the watchers go on seeing it, with that mark
+// as its Until, until the marks' clock passes it, and then see the lease
+// the Holder holds by then.
 //
-// Why no one else issues below the ceiling on the ID: let c be the store's
-// clock read in the call that last confirmed the holding, and the ceiling
-// c + Floor. A take by anyone else after that call was granted either by
-// the instance that ran it, or by one started after it. The latter inherit
-// at least c + Floor (RestartError's promise). The instance that ran it
-// grants the ID to no one while the holding's lease lasts there, which is
-// at least until the deadline; and it has died before the deadline, if the
-// answering instance is another: the answer came before the deadline, from
-// an instance that started after the one that ran the call died. If the
-// answering instance is the one that ran it (a flush or an eviction that
-// rounding let through), its takes inherit at least Start + Floor, past
-// the ceiling, since Start is after c. The argument is about every take
-// of the ID since c, free or not, so the ride is as safe when the renewal
-// finds another holder on the ID as when it finds none: that holder took
-// it on an instance started after c, past the ceiling; the Holder then
-// takes another ID (its Prefer is taken). So:
-//   - the answer must come before the deadline: one that came later could
-//     come from a server that restarted after a newcomer took the ID, on
-//     the old server once the lease had run out there, below the ceiling;
-//   - Start must be after c: a store that forgot without restarting (a
-//     flush) promises no floor above c, and the holding is lost as before;
-//   - a rule that kept the old holding past the ceiling, or took the ID
-//     again keeping its old After, would issue into a newcomer's ticks
-//     after two restarts: one that took the ID on a server that started
-//     after c and died before the holder's renewal reached the next.
+// Why no one else issues at or below that mark, U, on the ID. It rests on
+// the store behaviours numbered in docs/leases.md ("What a store may do")
+// only through the Store's promises, which hold in every one of them:
+//  1. The store recorded U as the ID's mark before it confirmed it
+//     (Store's second promise).
+//  2. A take of the ID by anyone after that, on an instance that still has
+//     the record, inherits an After at or past U (its third promise), and
+//     its holder issues only past its After.
+//  3. A take on an instance that lost the record (a restart that forgot, or
+//     one that loaded an older snapshot) is granted by an instance started
+//     after the confirming call, c on the store's clock, and inherits at
+//     least c + Floor (RestartError's second promise); U is at most that,
+//     since the store caps every mark at Floor past its clock (Redis:
+//     TTL + bound).
 //
-// The ride's lease is the same holding (ID, After) with Until = c + Floor,
-// or the Until confirmed if that is later (a clock ahead of the store's):
-// the store recorded that mark before it restarted, and a restart floor
-// covers every mark recorded. The ticks below it that this holding issued
-// before are its own, which the generator's ring keeps apart as always.
+// So the ride's ticks, all at or below U, are apart from every later
+// holder's, whoever the store granted the ID to meanwhile, and whichever
+// snapshot it came back from. The ride needs no deadline and trusts no
+// clock but the marks'. It asks only that the answering instance started
+// after c (re.Start), so that the loss is a restart's: a store that forgot
+// without one (a flush) promises no floor, and the holding is lost.
+//
+// The tempting ceiling, c + Floor, is wrong: the restart floor covers the
+// marks a restart lost, not the ticks of a newcomer that took the ID while
+// the store still ran, say after the store's clock jumped ahead and ended
+// the lease early, and that inherited U. (It was the ceiling before issue
+// 36; the mutant ride-past-mark restores it.)
 
 // rideLocked starts a ride if err, a renewal's ErrLeaseLost for the held
 // lease, allows one, and reports whether it did; the watchers then have
@@ -65,25 +61,17 @@ func (h *Holder) rideLocked(err error, now time.Time) bool {
 		// now, and this restart may be ridden in turn.
 		ended = h.finishRideLocked()
 	}
-	if !errors.As(err, &re) || h.ride.Held || h.read.IsZero() || !re.Start.After(h.read) || re.Floor <= 0 {
-		return ended
-	}
-	if mutant.On(mutant.RideNoDeadline) {
-		// The mutant: a lease that lapsed at its deadline rides all the
-		// same, as if it were still held.
-		if h.lease.ID < 0 || h.lease.After.IsZero() && h.lease.Until.IsZero() {
-			return ended
-		}
-	} else if !h.lease.Held || time.Until(h.deadline) <= 0 {
+	if !errors.As(err, &re) || h.ride.Held || !h.lease.Held || h.read.IsZero() || !re.Start.After(h.read) {
 		return ended
 	}
 	ride := h.lease
 	ride.Held, ride.Err = true, nil
-	if ceil := h.read.Add(re.Floor); ceil.After(ride.Until) {
-		ride.Until = ceil
-	}
-	if mutant.On(mutant.RideNoCeiling) {
-		ride.Until = ride.Until.Add(time.Hour)
+	if mutant.On(mutant.RidePastMark) {
+		// The mutant: the ceiling before issue 36, the store's clock at
+		// the last confirmation plus the restart floor's offset.
+		if ceil := h.read.Add(re.Floor); ceil.After(ride.Until) {
+			ride.Until = ceil
+		}
 	}
 	h.ride, h.rideErr = ride, err
 	h.rideEnd.Reset(mutant.Delay(h.rideCheckIn(ride.Until.Sub(now))))

@@ -198,9 +198,10 @@ type Limits struct {
 //   - as every Take's, that After is at or past every Until the store
 //     recorded before, those a restart lost included.
 //
-// The Holder then lets a holding still within its deadline ride out the
-// restart: see "When a store forgets" in docs/leases.md. Stores that keep
-// their data (files, etcd, PostgreSQL, Kubernetes) never return it.
+// The Holder then lets a holding whose lease it still holds ride out the
+// restart, up to the mark the store confirmed for it: see "When a store
+// forgets" in docs/leases.md. Stores that keep their data (files, etcd,
+// PostgreSQL, Kubernetes) never return it.
 type RestartError struct {
 	ID    int64         // the machine ID renewed
 	Start time.Time     // when the answering instance started, on the reference clock

@@ -23,7 +23,8 @@
 // that bound past it. A restart may forget the marks or roll them back to
 // a snapshot, for good: every take then reads each mark as at least the
 // restart floor, the server's start on its clock plus TTL + the bound, for
-// as long as the server runs.
+// as long as the server runs, and a lease another server process recorded
+// (one a snapshot brought back) is void.
 //
 // The options common to every store are in package machineid. What a user
 // sees on a first lease, a loss, a restart or a failover, and what the

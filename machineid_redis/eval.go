@@ -40,7 +40,7 @@ func (s *store) eval(ctx context.Context, sc *redis.Script, args ...any) ([]int6
 		defer s.inflight.done()
 		defer cancel()
 		defer stop()
-		v, err := sc.Run(callCtx, s.client, s.keys, args...).Int64Slice()
+		v, err := mutantScript(sc).Run(callCtx, s.client, s.keys, args...).Int64Slice()
 		got <- result{v, err}
 	}()
 	select {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ringflake/ringflake/internal/mutant"
 	"github.com/ringflake/ringflake/machineid"
 )
@@ -26,7 +28,37 @@ const (
 	mutantShortFloor = "short-floor"
 	// mutantUncapped: no mark is capped at TTL + bound past Redis's time.
 	mutantUncapped = "uncapped"
+	// mutantRenewAcrossRestart: a renewal extends a lease of its token's
+	// that another server process recorded (issue 36's first world).
+	mutantRenewAcrossRestart = "renew-across-restart"
+	// mutantOwnLeaseNoFloor: a take that finds a lease of its token's that
+	// another server process recorded keeps it, with the after it
+	// recorded, and no restart floor (the first world's partition-free
+	// form).
+	mutantOwnLeaseNoFloor = "own-lease-no-floor"
 )
+
+// mutantScript returns sc, or under renew-across-restart (for renew) or
+// own-lease-no-floor (for the acquire scripts) sc with the line that voids
+// a lease another process recorded switched off.
+func mutantScript(sc *redis.Script) *redis.Script {
+	var src string
+	switch {
+	case mutant.On(mutantRenewAcrossRestart) && sc == renew:
+		src = renewSrc
+	case mutant.On(mutantOwnLeaseNoFloor) && sc == leaseAcquire:
+		src = leaseAcquireSrc
+	case mutant.On(mutantOwnLeaseNoFloor) && sc == hostAcquire:
+		src = hostAcquireSrc
+	default:
+		return sc
+	}
+	const void = "~= runID() then -- void"
+	if !strings.Contains(src, void) {
+		panic("machineid_redis: no void check in the script to switch off")
+	}
+	return redis.NewScript(strings.ReplaceAll(src, void, "~= runID() and false then"))
+}
 
 // offFloor is the restart argument that puts the restart floor far below
 // every mark (the scripts take the max of the two): no floor at all.

@@ -6,8 +6,9 @@ import "github.com/redis/go-redis/v9"
 // tag, so that one script can touch them all on a Cluster):
 //
 //	<prefix>LEASE:<id>               string: owner token; PX = lease TTL
-//	<prefix>OWNER:<token>            hash {id, after}: the token's lease and the
-//	                                 mark it inherited; PX = lease TTL
+//	<prefix>OWNER:<token>            hash {id, after, run}: the token's lease, the
+//	                                 mark it inherited, and the run_id of the
+//	                                 server process that took it; PX = lease TTL
 //	<prefix>MARKS                    hash id -> high-water mark, ms since the
 //	                                 Unix epoch on the holders' clocks; no TTL
 //	<prefix>IP_MACHINE_ID_MAPPING    hash host -> id (host mode)
@@ -43,7 +44,7 @@ local function take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
   local owner = prefix .. 'OWNER:' .. token
   redis.call('SET', prefix .. 'LEASE:' .. id, token, 'PX', ttl)
   redis.call('DEL', owner)
-  redis.call('HSET', owner, 'id', id, 'after', string.format('%.0f', after))
+  redis.call('HSET', owner, 'id', id, 'after', string.format('%.0f', after), 'run', runID())
   redis.call('PEXPIRE', owner, ttl)
   return {id, after, raise(marks, id, capped(untilMs, ahead, slack)), serverUs()}
 end
@@ -72,14 +73,24 @@ local function markOf(marks, id, floor)
 end
 
 -- mine returns the id this token already holds, and the after it inherited,
--- or nil: the trace of an earlier run of this call.
+-- or nil: the trace of an earlier run of this call, in this server process.
+-- A lease of the token's that another process recorded (a snapshot loaded,
+-- a replica promoted) is void: it is deleted, and the take goes on as a
+-- new one, whose after includes the restart floor. Its recorded after
+-- does not: the holding it came from may have ridden the restart out, and
+-- a newcomer may have issued on the id meanwhile, on a server that forgot
+-- it (void, in docs/leases.md).
 local function mine(prefix, token)
   local owner = prefix .. 'OWNER:' .. token
   local id = redis.call('HGET', owner, 'id')
-  if id and redis.call('GET', prefix .. 'LEASE:' .. id) == token then
-    return tonumber(id), tonumber(redis.call('HGET', owner, 'after') or '0')
+  if not id or redis.call('GET', prefix .. 'LEASE:' .. id) ~= token then
+    return nil
   end
-  return nil
+  if redis.call('HGET', owner, 'run') ~= runID() then -- void
+    redis.call('DEL', prefix .. 'LEASE:' .. id, owner)
+    return nil
+  end
+  return tonumber(id), tonumber(redis.call('HGET', owner, 'after') or '0')
 end
 
 -- pick returns the free ID of lo..hi that a take chooses and its mark (see
@@ -119,6 +130,21 @@ const luaClock = `
 local function serverUs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- serverInfo returns INFO's server section, read once a run.
+local info
+local function serverInfo()
+  if not info then
+    info = redis.call('INFO', 'server')
+  end
+  return info
+end
+
+-- runID returns the id of the server process that runs the script (a new
+-- one at every start), '' if INFO does not say.
+local function runID()
+  return string.match(serverInfo(), 'run_id:(%x+)') or ''
 end
 
 -- serverMs returns the server's time in ms since the Unix epoch.
@@ -161,12 +187,11 @@ end
 -- keeps its run_id and its start: like a flush, outside what the floor
 -- covers.
 local function serverStart(prefix)
-  local info = redis.call('INFO', 'server')
-  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)') or '0') or 0
+  local up = tonumber(string.match(serverInfo(), 'uptime_in_seconds:(%d+)') or '0') or 0
   local now = serverMs() -- after INFO: see above
   local start = math.min((math.floor(now / 1000) - up + 1) * 1000, now)
-  local run = string.match(info, 'run_id:(%x+)')
-  if not run then
+  local run = runID()
+  if run == '' then
     return start
   end
   local key = prefix .. 'START'
@@ -238,7 +263,9 @@ end
 // is granted if it is in lo..hi and free, before any scan: with its own
 // mark, as any take, so the choice costs nothing in safety, only which of
 // the free IDs is taken.
-var leaseAcquire = redis.NewScript(luaTake + `
+var leaseAcquire = redis.NewScript(leaseAcquireSrc)
+
+const leaseAcquireSrc = luaTake + `
 local prefix, token, marks = ARGV[1], ARGV[2], KEYS[1]
 local lo, hi = tonumber(ARGV[3]), tonumber(ARGV[4])
 local ttl, now, untilMs, ahead = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -257,7 +284,7 @@ if best == nil then
   return {-1, held, left}
 end
 return take(prefix, token, marks, best, mark, ttl, untilMs, ahead, slack)
-`)
+`
 
 // hostAcquire is the host mapping made atomic: the host's ID from the
 // mapping, or the next one after MAX_ID (never past hi, never below lo),
@@ -276,7 +303,9 @@ return take(prefix, token, marks, best, mark, ttl, untilMs, ahead, slack)
 // tonumber would accept it, name a lease key the canonical spelling never
 // collides with, and hand Redis a number it truncates, so two hosts could
 // share an ID.
-var hostAcquire = redis.NewScript(luaTake + `
+var hostAcquire = redis.NewScript(hostAcquireSrc)
+
+const hostAcquireSrc = luaTake + `
 local function decimal(raw)
   return string.match(raw, '^%d+$') ~= nil and #raw <= 15
 end
@@ -316,7 +345,7 @@ if redis.call('EXISTS', lease) == 1 then
   return {-2, id, redis.call('PTTL', lease)}
 end
 return take(prefix, token, marks, id, markOf(marks, id, restartFloor(prefix, restart)), ttl, untilMs, ahead, slack)
-`)
+`
 
 // renew extends the token's lease on id and raises the mark to until,
 // capped at ahead + slack past the server's time.
@@ -326,17 +355,26 @@ return take(prefix, token, marks, id, markOf(marks, id, restartFloor(prefix, res
 //	returns {1, mark, server µs}; {0, server's start ms} when no lease is
 //	on id; {-1, server's start ms} when another owner holds it
 //
-// The Holder may ride out a restart with the start in either case
-// (machineid.RestartError): a take of id by another holder on a server
-// that started after the token's last confirmed call inherited at least
-// that start + restart, past the ceiling of the ride, as a take of a free
-// id would.
-var renew = redis.NewScript(luaClock + `
+// A lease of the token's that another server process recorded is void, as
+// in a take (mine): it came back with a snapshot (or a promoted replica),
+// and while this process ran without it, or the one before, another holder
+// may have taken id on a server that forgot it. Extending it would let its
+// holder issue past the mark it was confirmed, into that holder's ticks;
+// the renewal is answered as if no lease were there, and its holder rides
+// the restart out up to its confirmed mark (machineid.RestartError).
+var renew = redis.NewScript(renewSrc)
+
+const renewSrc = luaClock + `
 local prefix, token, marks, id = ARGV[1], ARGV[2], KEYS[1], ARGV[3]
 local ttl, untilMs, ahead = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local slack = tonumber(ARGV[7])
 local lease = prefix .. 'LEASE:' .. id
+local owner = prefix .. 'OWNER:' .. token
 local holder = redis.call('GET', lease)
+if holder == token and redis.call('HGET', owner, 'run') ~= runID() then -- void
+  redis.call('DEL', lease, owner)
+  holder = false
+end
 if holder ~= token then
   if holder then
     return {-1, serverStart(prefix)}
@@ -344,9 +382,9 @@ if holder ~= token then
   return {0, serverStart(prefix)}
 end
 redis.call('PEXPIRE', lease, ttl)
-redis.call('PEXPIRE', prefix .. 'OWNER:' .. token, ttl)
+redis.call('PEXPIRE', owner, ttl)
 return {1, raise(marks, id, capped(untilMs, ahead, slack)), serverUs()}
-`)
+`
 
 // release drops the token's lease: the one its owner hash names, and the
 // one the caller believes it holds (-1 if none), each only if it is still

@@ -222,23 +222,6 @@ func (k *checker) recorded(h *holding, until time.Time, epoch int, read time.Tim
 	h.read, h.floor = read, floor
 }
 
-// restarted notes that h's lease was alive in the store when it went down
-// for a restart that forgets (or rolls back): every take from then on, by
-// any later instance, inherits at least the instance's start plus the
-// TTL and the slack, past h.read + h.floor, so h's ticks up to that are
-// its own, and its Holder may ride the restart out up to it (machineid,
-// ride.go). A holding whose lease had lapsed before the restart gets no
-// such allowance: a newcomer may have taken the ID on the old instance
-// above its recorded mark.
-func (k *checker) restarted(h *holding) {
-	if h == nil || h.floor <= 0 || h.read.IsZero() {
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	h.until = later(h.until, h.read.Add(h.floor))
-}
-
 // released notes the release of h, which left its mark at mark; lowered
 // says whether the release may have brought it down. No tick h issued may
 // be past it, now or later.

@@ -54,11 +54,9 @@
 // script answers it, with a *machineid.RestartError: Start that start,
 // Floor = TTL + slack less 1 ms; so the Holder's ride (machineid, ride.go)
 // runs in every Redis world, through double restarts, rollbacks and
-// holders cut off past their deadline. A holding whose lease was alive when
-// the store went down may issue up to its last confirmed reading of the
-// store's clock plus that Floor (every take from then on inherits more);
-// one whose lease had lapsed may not, and its ticks past its recorded mark
-// break past-mark.
+// holders cut off past their deadline. A ride issues no tick past the mark
+// the store confirmed for its holding, as every holding: past-mark holds
+// it to that.
 //
 // etcd's reference clock is the fleet's, modelled as machineid_etcd keeps
 // it (fleet.go): each renewal records its holder's clock on the token's
@@ -112,14 +110,13 @@
 // covers it (ride-live): a call of its generator that begins at or after
 // the answer, at a, returns IDs within
 //
-//	W = c + Floor − its clock at a − 2 ticks
+//	W = U − its clock at a − 2 ticks
 //
-// where c is the store's clock in the call that last confirmed it, asked
-// where W is at least 120 ms, the generator's clock is past every tick it
-// issued, and the sim can tell the Holder must ride (ride.go states
-// when). A Holder that does not ride issues nothing from a until its clock
-// passes the restart floor, Start + TTL + slack, at least margin + slack −
-// 1 ms past the ceiling c + Floor, and so past a + W.
+// where U is the mark the store last confirmed for it, asked where W is
+// at least 120 ms, the generator's clock is past every tick it issued, and
+// the sim can tell the Holder must ride (ride.go states when). A Holder
+// that does not ride issues nothing from a until its clock passes the
+// restart floor, Start + TTL + slack, past U, and so past a + W.
 //
 // Liveness: at the world's duration (20 s) it heals. Every fault stops,
 // every clock is set right, and the processes stop coming and going; from

@@ -8,13 +8,13 @@ import (
 
 // The ride's liveness (issue 31). A Holder rides out a restart of a store
 // that forgets (machineid, ride.go) when a renewal is answered with a
-// *machineid.RestartError before the lease's deadline, and its Start is
-// after c, the store's clock in the call that last confirmed the lease:
-// the holding stays usable up to the ceiling c + Floor. Its generator must
-// then go on issuing: a call of its that begins at or after the answer, at
-// a, returns IDs within
+// *machineid.RestartError while the lease is held, and its Start is after
+// c, the store's clock in the call that last confirmed the lease: the
+// holding stays usable up to U, the mark the store confirmed for it. Its
+// generator must then go on issuing: a call of its that begins at or after
+// the answer, at a, returns IDs within
 //
-//	W = c + Floor − its clock at a − 2 ticks,
+//	W = U − its clock at a − 2 ticks,
 //
 // the ride's cover: its clock reaches the ceiling no sooner, and up to it
 // every tick is its own (the tick after the ceiling's and the one its
@@ -25,8 +25,7 @@ import (
 // rideMinWindow the ride is too short to tell, and nothing is asked. A
 // Holder that did not ride, and waited out the restart floor (TTL + slack
 // past the restart) with no lease, issues nothing from a until its clock
-// passes the floor, at least margin + slack − 1 ms past the ceiling, so
-// past W.
+// passes the floor, past U, so past W.
 //
 // The sim asks it only where the Holder must ride, as far as it can tell
 // from outside (a missed case asks nothing; it never asks where the
@@ -70,6 +69,7 @@ type restartAnswer struct {
 type confirmed struct {
 	began  time.Time // when the confirming Renew reached the client
 	read   time.Time // the reading the Holder keeps (its take's, for a take and its raise)
+	until  time.Time // the latest mark the store confirmed for the holding: the ride's ceiling
 	unsure bool      // two takes came before the raise: which reading it kept is not known here
 }
 
@@ -100,7 +100,10 @@ func (c *client) renewed(token string, began time.Time, g machineid.Grant, rs *r
 	t, raise := c.takes[token]
 	delete(c.takes, token)
 	if err == nil {
-		cf := confirmed{began: began, read: g.Clock.Time}
+		cf := confirmed{began: began, read: g.Clock.Time, until: g.Until}
+		if prev, ok := c.conf[token]; ok {
+			cf.until = later(cf.until, prev.until)
+		}
 		if raise {
 			cf.read, cf.unsure = t.read, t.n > 1
 		}
@@ -111,7 +114,7 @@ func (c *client) renewed(token string, began time.Time, g machineid.Grant, rs *r
 	if rs == nil || !ok || !rs.re.Start.After(cf.read) {
 		return
 	}
-	ceil := cf.read.Add(rs.re.Floor)
+	ceil := cf.until
 	prev := ride{ceil: c.ceil, at: c.rodeAt}
 	c.ceil, c.rodeAt = later(c.ceil, ceil), time.Now()
 	if raise || cf.unsure {

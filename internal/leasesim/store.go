@@ -240,13 +240,10 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 			// No lease of the token's on the ID, none at all or another
 			// holder's: machineid_redis's renew script answers {0, the
 			// server's start}, and its Renew a *RestartError, with which
-			// a live holder rides out a restart. Another holder's lease
-			// is no reason not to: it was granted either by an instance
-			// started after the holder's c, and inherits at least c +
-			// Floor, past the ride's ceiling, or by the one that answered
-			// the holder's c, only once the lease had run out there,
-			// after the holder's deadline, before which the answer must
-			// come for a ride (machineid, ride.go).
+			// a live holder rides out a restart, up to the mark the
+			// store confirmed for it. Another holder's lease is no
+			// reason not to: every take since that confirmation
+			// inherited at least that mark (machineid, ride.go).
 			re := s.restartError(c, id, s.alive(&r))
 			rs := &restartAnswer{re: re, hold: s.w.chk.holdingOf(c.Token, id), inc: cl.incOf(c.Token)}
 			if s.w.mutantOn(noRestartErrorName) {
@@ -465,13 +462,6 @@ func (s *server) floor(c machineid.Claim) time.Time {
 func (s *server) restart(d time.Duration, rollback bool) {
 	s.mu.Lock()
 	s.down = true
-	if s.k.forgets {
-		for id := range s.recs {
-			if r := &s.recs[id]; s.alive(r) {
-				s.w.chk.restarted(r.hold)
-			}
-		}
-	}
 	s.mu.Unlock()
 	s.w.log.add("store", "restarts, down for %v", d)
 	time.Sleep(s.w.delay(d))

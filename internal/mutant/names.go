@@ -37,14 +37,11 @@ const (
 	// claimed under is still the generator's (ringflake, generator.go claim
 	// and fast.go fast).
 	NoRecheck = "no-recheck"
-	// RideNoDeadline: a holding rides out its store's restart even when
-	// the store's answer came after the lease's deadline, when the lease
-	// had lapsed (machineid, ride.go rideLocked).
-	RideNoDeadline = "ride-no-deadline"
-	// RideNoCeiling: a holding rides out its store's restart with no
-	// ceiling: its Until an hour past the ride's (machineid, ride.go
+	// RidePastMark: a holding rides out its store's restart up to the
+	// store's clock at its last confirmation plus the restart floor's
+	// offset, past the mark the store confirmed for it (machineid, ride.go
 	// rideLocked).
-	RideNoCeiling = "ride-no-ceiling"
+	RidePastMark = "ride-past-mark"
 	// RideUnconfirmed: after its store restarted, a Holder that takes the
 	// machine ID it held again keeps the mark its old holding inherited
 	// (After) instead of the one granted, the restart floor, whether or
