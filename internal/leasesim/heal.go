@@ -47,7 +47,14 @@ func (w *world) liveBound() time.Duration {
 	if w.p.kind.forgets {
 		floor = w.slack() + 2*time.Second
 	}
-	return 6*w.p.ttl + max(ahead, floor) + 2*time.Second
+	jumps := time.Duration(0)
+	if w.p.jumps {
+		// Redis's clock may read up to the bound ahead, so its floor and
+		// marks lie that much later in true time, and a lease granted
+		// before a step back lasts that much longer.
+		jumps = 2 * w.p.bound
+	}
+	return 6*w.p.ttl + max(ahead, floor) + 2*time.Second + jumps
 }
 
 // heal stops every fault and sets every clock right.
