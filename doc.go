@@ -1,5 +1,6 @@
 // Package ringflake generates unique 64-bit IDs in the Snowflake style,
-// without locks, and keeps generating them when the wall clock steps back.
+// with no lock on the issuing path (a call that must wait for the clock
+// takes one), and keeps generating them when the wall clock steps back.
 //
 //	ids, err := machineid_file.New("/var/lib/myapp/ringflake", machineid.WithRange(42, 42))
 //	g, err := ringflake.New(ctx, ringflake.WithMachineIDSource(ids))
@@ -59,7 +60,7 @@
 // waits at most MaxWait ([WithMaxWait]) and then fails with a [*ClockError]
 // wrapping [ErrClockBehind] that says by how much. An ID's time is therefore
 // the clock's reading, or after a long step back a time the clock had
-// shown: [Layout.Bounds] is exact about ID times. The README has the whole
+// shown: [Layout.Bounds] is exact about ID times. docs/clock.md has the whole
 // policy.
 //
 // # Why New takes a context

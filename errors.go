@@ -51,7 +51,9 @@ var (
 	// have been issued with the ID before (each store documents what its
 	// marks cover), and the clock could not pass it within MaxWait, or, in
 	// New, within New's context. The wait ends by itself once the clock
-	// passes the mark; a mark far ahead may mean the clock is behind.
+	// passes the mark; a mark far ahead may mean the clock is behind. It
+	// also means the clock has not passed the tick of [WithAbove]'s ID: the
+	// error then names WithAbove and its ID.
 	ErrMarkAhead = sentinel.New("ringflake: the mark the machine ID's lease inherited is ahead of the clock")
 
 	// ErrClosed means [Generator.Close] was called, or the Generator was
@@ -124,3 +126,17 @@ func (e *ClockError) Unwrap() error { return e.Err }
 func configErr(name string, value any, valid string) error {
 	return fmt.Errorf("%w: %s = %v; valid range %s", ErrInvalidConfig, name, value, valid)
 }
+
+// aboveError is the Err of a [ClockError] for a clock that has not passed
+// the tick of WithAbove's ID: ErrMarkAhead, named for its cause.
+type aboveError struct {
+	id  ID
+	end time.Time // the end of id's tick: the first instant the generator may issue at
+}
+
+func (e *aboveError) Error() string {
+	return fmt.Sprintf("ringflake: the floor set by WithAbove(%d), whose tick ends at %s, is ahead of the clock",
+		int64(e.id), e.end.Format(time.RFC3339Nano))
+}
+
+func (e *aboveError) Unwrap() error { return ErrMarkAhead }

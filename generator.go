@@ -34,6 +34,8 @@ type Generator struct {
 	fastEnd   uint64           // fastEnd(layout), written once by New
 	timeShift uint             // layout.SequenceBits+MachineBits, the time field's shift; written once by New
 	maxWait   time.Duration    // written once by New
+	above     int64            // WithAbove's tick, the floor of every state; -1 without; written once by New
+	aboveErr  error            // the error of a claim below above, wrapping ErrMarkAhead; written once by New
 	logger    *logger          // nil without WithLogger; written once by New
 	ticks     tickWait         // shares one sleeper among callers waiting for a tick
 
@@ -68,7 +70,8 @@ type Generator struct {
 // one wrapping ctx's error if the source did not answer in time; an error
 // holding a [*ClockError] wrapping [ErrMarkAhead] if the clock cannot pass
 // the leased ID's inherited mark by ctx's deadline (at once, without
-// waiting, when the clock says so), or wrapping [ErrLeaseLost] if the lease
+// waiting, when the clock says so), or the tick of [WithAbove]'s ID (with a
+// fixed machine ID too), or wrapping [ErrLeaseLost] if the lease
 // is not held by then; and [ErrClockBeforeEpoch] or [ErrTimeOverflow] if
 // the clock left the layout's range while New waited. An error of a
 // Leaser's release on the way out is joined to New's.
@@ -97,6 +100,11 @@ func New(ctx context.Context, opts ...Option) (*Generator, error) {
 		fastEnd:   fastEnd(c.layout),
 		timeShift: uint(c.layout.SequenceBits + c.layout.MachineBits),
 		maxWait:   c.maxWait,
+		above:     -1,
+	}
+	if c.aboveSet {
+		g.above = c.layout.Decompose(c.above).Ticks
+		g.aboveErr = &aboveError{id: c.above, end: c.layout.timeOf(g.above + 1)}
 	}
 	g.ring.init(c.ringSize, c.layout.SequenceBits)
 	g.latest.Store(-1)
@@ -110,10 +118,6 @@ func New(ctx context.Context, opts ...Option) (*Generator, error) {
 		g.logger = &logger{l: c.log, born: time.Now()}
 		g.warnIfEnding()
 	}
-	if c.source == nil {
-		g.state.Store(g.fixed(c.machineID))
-		return g, nil
-	}
 	var b bound
 	if d, ok := ctx.Deadline(); ok {
 		b.deadline = d
@@ -123,6 +127,16 @@ func New(ctx context.Context, opts ...Option) (*Generator, error) {
 		ctx, cancel = context.WithDeadline(ctx, b.deadline)
 		defer cancel()
 		b.own = true
+	}
+	if c.source == nil {
+		g.state.Store(g.fixed(c.machineID))
+		if g.above >= 0 {
+			if err := g.awaitMark(ctx, b); err != nil {
+				g.shut()
+				return nil, err
+			}
+		}
+		return g, nil
 	}
 	start := time.Now()
 	if err := g.attach(ctx, b, c.source, c.clock); err != nil {

@@ -27,6 +27,13 @@ import (
 // split needs only its bits. A Layout says when it ends ([Layout.End]);
 // [New] logs a warning for one that ends within a year.
 //
+// MachineLow swaps the two low fields, as sonyflake lays out its IDs: the
+// sequence above the machine ID, which takes the low MachineBits. Such a
+// layout reads and composes IDs ([Layout.Decompose], [Layout.Compose],
+// [Layout.Bounds]); a generator issues only with the machine ID above the
+// sequence, and [New] refuses it (docs/moving-in.md says how a sonyflake
+// fleet moves on).
+//
 // A Layout is a plain value: decoding an ID needs only the Layout it was made
 // with, never package state. The zero Layout cannot decode (Decompose gives
 // zero Parts); given to [WithLayout] it means [DefaultLayout]. A Layout is
@@ -54,6 +61,11 @@ type Layout struct {
 	// datacenter's machine IDs; a generator issues with the whole machine
 	// ID all the same.
 	DatacenterBits int
+	// MachineLow puts the machine ID in the low MachineBits bits and the
+	// sequence above it, as sonyflake does; false, the default, puts the
+	// sequence lowest. A layout with MachineLow decodes and composes IDs,
+	// but New refuses to issue with it.
+	MachineLow bool
 }
 
 // Parts is an ID taken apart by [Layout.Decompose], or the input of
@@ -278,6 +290,9 @@ func (l Layout) Decompose(id ID) Parts {
 		Machine:  int64(v>>s) & l.MaxMachine(),
 		Sequence: int64(v) & maxOf(l.SequenceBits, 62),
 	}
+	if l.MachineLow {
+		p.Machine, p.Sequence = int64(v)&l.MaxMachine(), int64(v>>m)&maxOf(l.SequenceBits, 62)
+	}
 	wb := uint(l.MachineBits - l.DatacenterBits)
 	p.Datacenter, p.Worker = p.Machine>>wb, p.Machine&maxOf(int(wb), 61)
 	p.Time = l.timeOf(p.Ticks)
@@ -360,5 +375,8 @@ func (l Layout) partMachine(p Parts) (int64, error) {
 // compose packs fields already known to fit.
 func (l Layout) compose(ticks, machine, seq int64) ID {
 	s, m := uint(l.SequenceBits)&63, uint(l.MachineBits)&63
+	if l.MachineLow {
+		return ID(ticks<<((s+m)&63) | seq<<m | machine)
+	}
 	return ID(ticks<<((s+m)&63) | machine<<s | seq)
 }

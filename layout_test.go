@@ -1,6 +1,7 @@
 package ringflake_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -420,4 +421,42 @@ func TestJSLayoutMillionIDs(t *testing.T) {
 			t.Fatalf("ID %d came back from JSON as float64 %v, NumberID %d and ID %d", id, floats[i], back[i], strs[i])
 		}
 	}
+}
+
+// MachineLow swaps the low fields, as sonyflake lays them out (39 bits of
+// time, 8 of sequence, 16 of machine ID): Decompose reads the machine ID
+// from the lowest bits, Compose writes it there, Bounds is the same as
+// without it, and New refuses to issue with it.
+func TestLayoutMachineLow(t *testing.T) {
+	t.Parallel()
+	l := ringflake.Layout{TimeBits: 39, MachineBits: 16, SequenceBits: 8, Tick: 10 * time.Millisecond,
+		Epoch: time.Date(2014, time.September, 1, 0, 0, 0, 0, time.UTC), MachineLow: true}
+	const ticks, seq, machine = 123456789, 0xab, 0x1234
+	id := ringflake.ID(ticks<<24 | seq<<16 | machine)
+	p := l.Decompose(id)
+	assert.Equal(t, int64(ticks), p.Ticks)
+	assert.Equal(t, int64(machine), p.Machine)
+	assert.Equal(t, int64(machine), p.Worker)
+	assert.Equal(t, int64(seq), p.Sequence)
+	assert.Equal(t, l.Epoch.Add(ticks*10*time.Millisecond), p.Time)
+	back, err := l.Compose(ringflake.Parts{Ticks: ticks, Machine: machine, Sequence: seq})
+	require.NoError(t, err)
+	assert.Equal(t, id, back, "Compose puts the machine ID lowest")
+	_, err = l.Compose(ringflake.Parts{Sequence: 256})
+	assert.ErrorContains(t, err, "Parts.Sequence = 256; valid range 0..255")
+
+	high := l
+	high.MachineLow = false
+	q := high.Decompose(id)
+	assert.Equal(t, [2]int64{0xab12, 0x34}, [2]int64{q.Machine, q.Sequence}, "without it the low 24 bits read as machine 0xab12, sequence 0x34")
+	from, to := l.Epoch.Add(time.Hour), l.Epoch.Add(2*time.Hour)
+	lo, hi, err := l.Bounds(from, to)
+	require.NoError(t, err)
+	wantLo, wantHi, err := high.Bounds(from, to)
+	require.NoError(t, err)
+	assert.Equal(t, [2]ringflake.ID{wantLo, wantHi}, [2]ringflake.ID{lo, hi}, "the time field is where it was")
+
+	_, err = ringflake.New(context.Background(), ringflake.WithLayout(l), ringflake.WithMachineID(1))
+	assert.ErrorIs(t, err, ringflake.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "Layout.MachineLow is set")
 }

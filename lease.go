@@ -45,7 +45,7 @@ const (
 func (g *Generator) fixed(machine int64) *machineState {
 	return g.withPart(&machineState{
 		machine: machine,
-		b:       bounds{floor: -1, ceil: g.maxTicks},
+		b:       bounds{floor: g.above, ceil: g.maxTicks},
 		lease:   machineid.Lease{ID: machine, Held: true},
 	})
 }
@@ -410,8 +410,12 @@ func (g *Generator) awaitMark(ctx context.Context, b bound) error {
 		}
 		if cs == belowFloor && !logged {
 			logged = true
-			g.notice(logMarkWait, need, slog.Int64("machine", st.machine), slog.Duration("wait", need),
-				slog.Time("until", r.time().Add(need)), slog.Time("mark", st.lease.After))
+			kind := logMarkWait
+			if st.b.floor == g.above {
+				kind = logAboveWait
+			}
+			g.notice(kind, need, slog.Int64("machine", st.machine), slog.Duration("wait", need),
+				slog.Time("until", r.time().Add(need)), slog.Time("mark", g.markOf(st)))
 		}
 		// A lease report, or its mark raised, may come before the clock
 		// says so, and a clock put right (stepped forward) ends the wait
@@ -421,6 +425,15 @@ func (g *Generator) awaitMark(ctx context.Context, b bound) error {
 		}
 		waitChange(st.changed, ctx.Done(), min(need, left, markRecheck))
 	}
+}
+
+// markOf returns the mark st's floor stands for, for messages: the lease's
+// inherited mark, or the end of WithAbove's tick where that is the floor.
+func (g *Generator) markOf(st *machineState) time.Time {
+	if e, ok := g.aboveErr.(*aboveError); ok && st.b.floor == g.above {
+		return e.end
+	}
+	return st.lease.After
 }
 
 // markRecheck bounds each of New's sleeps for the mark, so that a clock
@@ -465,6 +478,9 @@ func (g *Generator) leaseFail(st *machineState, cs claimStatus, d time.Duration)
 		return ClockError{Err: err}, math.MaxInt64
 	case belowFloor:
 		need := g.span(st.b.floor+1) - d
+		if st.b.floor == g.above {
+			return ClockError{Err: g.aboveErr, By: need}, need
+		}
 		return ClockError{Err: ErrMarkAhead, By: need}, need
 	}
 	return ClockError{Err: ErrLeaseLost, By: max(d-g.span(st.b.ceil+1), 0)}, leasePoll(g.layout.Tick)
@@ -532,7 +548,7 @@ func (g *Generator) setLease(l machineid.Lease) {
 func (g *Generator) stateOf(l machineid.Lease) *machineState {
 	next := &machineState{
 		machine: l.ID,
-		b:       bounds{floor: -1, ceil: g.maxTicks},
+		b:       bounds{floor: g.above, ceil: g.maxTicks},
 		lease:   l,
 		changed: make(chan struct{}),
 	}
@@ -547,7 +563,7 @@ func (g *Generator) stateOf(l machineid.Lease) *machineState {
 		next.lease.Held, next.lease.Err = false, next.lost
 	}
 	if !l.After.IsZero() && !mutant.On(mutant.NoFloor) {
-		next.b.floor = g.tickAt(l.After)
+		next.b.floor = max(g.tickAt(l.After), g.above)
 	}
 	if !l.Until.IsZero() {
 		next.b.ceil = g.tickAt(l.Until)

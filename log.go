@@ -54,6 +54,7 @@ const (
 	logLeaseLost
 	logLeaseRegained
 	logMarkWait
+	logAboveWait
 	logIDWait
 	logClockOff
 	logLayoutEnds
@@ -67,6 +68,7 @@ var logMessages = [logKinds]string{
 	logLeaseLost:     "ringflake: machine ID lease lost",
 	logLeaseRegained: "ringflake: machine ID lease regained",
 	logMarkWait:      "ringflake: waiting for the clock to pass the mark the machine ID's lease inherited",
+	logAboveWait:     "ringflake: waiting for the clock to pass the tick of WithAbove's ID",
 	logIDWait:        "ringflake: waiting for a machine ID: every ID in the range is held",
 	logClockOff:      "ringflake: the clock is off the fleet's by more than the bound; IDs are still issued",
 	logLayoutEnds:    "ringflake: the layout's range ends within a year; IDs fail with ErrTimeOverflow from then on",

@@ -33,6 +33,8 @@ type config struct {
 	ringSize   int
 	maxWait    time.Duration
 	log        *slog.Logger
+	above      ID
+	aboveSet   bool
 }
 
 // WithMachineID sets a fixed machine ID, 0..Layout.MaxMachine(). Every
@@ -99,6 +101,23 @@ func WithMaxWait(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.maxWait = d })
 }
 
+// WithAbove makes every ID the generator issues greater than id: it issues
+// only in ticks after id's tick under the generator's layout, whatever the
+// machine ID, the lease or the clock. Give it the largest ID the fleet
+// being replaced has issued (SELECT max(id) from its tables), so that the
+// new IDs sort after the old ones and cannot meet them; docs/moving-in.md
+// gives the recipe. New waits, within its context, until the clock has
+// passed id's tick, as it waits for a lease's inherited mark, and fails
+// with a [*ClockError] wrapping [ErrMarkAhead] if it cannot; so does a call
+// whose clock steps back to it later. id is read with the layout: an ID
+// of an old layout whose time field sits where the new one's does (see
+// docs/moving-in.md) gives the old fleet's time. A negative id, or one
+// whose tick is the layout's last or beyond, is refused with
+// [ErrInvalidConfig]. Not given, the generator has no such floor.
+func WithAbove(id ID) Option {
+	return optionFunc(func(c *config) { c.above, c.aboveSet = id, true })
+}
+
 func (c *config) validate() error {
 	if c.layout == (Layout{}) {
 		c.layout = DefaultLayout()
@@ -119,7 +138,31 @@ func (c *config) validate() error {
 	if err := c.layout.validate(); err != nil {
 		return err
 	}
+	if c.layout.MachineLow {
+		return fmt.Errorf("%w: Layout.MachineLow is set: a generator issues with the machine ID above the sequence only; "+
+			"issue with the same layout without MachineLow, whose IDs sort with the old ones by time (docs/moving-in.md)", ErrInvalidConfig)
+	}
+	if err := c.validateAbove(); err != nil {
+		return err
+	}
 	return c.validateMachine()
+}
+
+// validateAbove checks WithAbove's ID: not negative, and below the
+// layout's last tick, so that some tick of the layout is above it.
+func (c *config) validateAbove() error {
+	switch {
+	case !c.aboveSet:
+		return nil
+	case c.above < 0:
+		return configErr("WithAbove's ID", int64(c.above), "0 up to an ID before the layout's last tick")
+	}
+	p := c.layout.Decompose(c.above)
+	if last := c.layout.maxTicks(); p.Ticks >= last {
+		return fmt.Errorf("%w: WithAbove's ID %d is at tick %d of the layout, whose last tick is %d: no ID of the layout is above it; "+
+			"an ID of another layout, whose time field sits higher?", ErrInvalidConfig, c.above, p.Ticks, last)
+	}
+	return nil
 }
 
 // validateMachine checks that one way to a machine ID was given, and the

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -17,11 +19,13 @@ import (
 
 	"github.com/ringflake/ringflake/internal/etcdtest"
 	"github.com/ringflake/ringflake/internal/k8stest"
+	"github.com/ringflake/ringflake/internal/mysqltest"
 	"github.com/ringflake/ringflake/internal/pgtest"
 	"github.com/ringflake/ringflake/internal/redistest"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
 	"github.com/ringflake/ringflake/machineid_k8s"
+	"github.com/ringflake/ringflake/machineid_mysql"
 	"github.com/ringflake/ringflake/machineid_postgres"
 	"github.com/ringflake/ringflake/machineid_redis"
 )
@@ -35,7 +39,8 @@ import (
 // repository's tests start theirs.
 
 // takeRanges are the widths of range measured: the default layout's 10
-// machine bits, and 16 (sonyflake's split, and the most PostgreSQL takes).
+// machine bits, and 16 (sonyflake's split, and the most PostgreSQL and
+// MySQL take).
 var takeRanges = []int64{1 << 10, 1 << 16}
 
 // takeTTL is the holders' lease TTL: the default.
@@ -64,6 +69,7 @@ var takeStores = []takeStore{
 	{"Redis", redisRig},
 	{"etcd", etcdRig},
 	{"PostgreSQL", postgresRig},
+	{"MySQL (MariaDB)", mysqlRig},
 	{"Kubernetes", k8sRig},
 }
 
@@ -133,6 +139,20 @@ func postgresRig(tb testing.TB) rig {
 	}}
 }
 
+func mysqlRig(tb testing.TB) rig {
+	db, err := sql.Open("mysql", mysqltest.Start(tb).DSN()+"?interpolateParams=true")
+	if err != nil {
+		tb.Fatalf("sql.Open: %v", err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	if err := machineid_mysql.CreateTable(context.Background(), db, ""); err != nil {
+		tb.Fatalf("CreateTable: %v", err)
+	}
+	return rig{holder: func(lo, hi int64) (*machineid.Holder, error) {
+		return machineid_mysql.New(db, machineid.WithRange(lo, hi), machineid.WithTTL(takeTTL))
+	}}
+}
+
 func k8sRig(tb testing.TB) rig {
 	srv := k8stest.Start(tb)
 	srv.CreateNamespace("bench")
@@ -162,6 +182,7 @@ type takeRow struct {
 
 // takes runs the takes scenario and prints its table.
 func takes(o options) {
+	defer mysqltest.Cleanup() // the data directory its servers are copied from
 	var rows []takeRow
 	for _, st := range takeStores {
 		for _, n := range takeRanges {

@@ -28,7 +28,8 @@ import (
 //     after the confirming call, c on the store's clock, and inherits at
 //     least c + Floor (RestartError's second promise); U is at most that,
 //     since the store caps every mark at Floor past its clock (Redis:
-//     TTL + bound).
+//     TTL + bound; the floor, Redis's start + TTL + 2·bound, leaves room
+//     for its clock stepping back by up to the bound since c).
 //
 // So the ride's ticks, all at or below U, are apart from every later
 // holder's, whoever the store granted the ID to meanwhile, and whichever

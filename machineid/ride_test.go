@@ -15,20 +15,36 @@ import (
 	"github.com/ringflake/ringflake/machineid"
 )
 
-// restartStore grants ID 0 and renews it, reporting its clock (time.Now),
-// until told to answer a number of renewals with a RestartError whose
-// Start is start(the clock read in the last confirmed call). A take after
-// the first inherits newAfter.
+// restartStore grants ID 0 and renews it, reporting its clock (time.Now)
+// and recording extra past each proposed mark, until told to answer a
+// number of renewals with a RestartError whose Start is start(the clock
+// read in the last confirmed call). A take after the first inherits
+// newAfter.
 type restartStore struct {
 	floor    time.Duration
+	extra    time.Duration
 	start    func(read time.Time) time.Time
 	newAfter time.Time
 
 	gone  atomic.Int32 // renewals still to answer with the RestartError
 	mu    sync.Mutex   // protects the fields below
 	read  time.Time    // the clock read in the last call confirmed
+	until time.Time    // the mark recorded in the last call confirmed
 	lost  time.Time    // read, when a renewal was answered with the RestartError
+	held  time.Time    // until, then: the ride's ceiling
 	takes int
+}
+
+// confirmed records until as the last mark confirmed, and returns it.
+func (s *restartStore) confirmed(until time.Time) time.Time {
+	if until.IsZero() {
+		return until // a take that raises no mark
+	}
+	until = until.Add(s.extra)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.until = until
+	return until
 }
 
 func (s *restartStore) answer() machineid.Reading {
@@ -46,19 +62,19 @@ func (s *restartStore) Take(_ context.Context, c machineid.Claim) (machineid.Gra
 		after = s.newAfter
 	}
 	s.mu.Unlock()
-	return machineid.Grant{ID: 0, After: after, Until: c.Until, Clock: s.answer()}, nil
+	return machineid.Grant{ID: 0, After: after, Until: s.confirmed(c.Until), Clock: s.answer()}, nil
 }
 
 func (s *restartStore) Renew(_ context.Context, c machineid.Claim, id int64) (machineid.Grant, error) {
 	if s.gone.Add(-1) >= 0 {
 		s.mu.Lock()
 		start := s.start(s.read)
-		s.lost = s.read
+		s.lost, s.held = s.read, s.until
 		s.mu.Unlock()
 		return machineid.Grant{}, &machineid.RestartError{ID: id, Start: start, Floor: s.floor,
 			Err: fmt.Errorf("%w: machine ID %d is gone (test)", machineid.ErrLeaseLost, id)}
 	}
-	return machineid.Grant{ID: id, Until: c.Until, Clock: s.answer()}, nil
+	return machineid.Grant{ID: id, Until: s.confirmed(c.Until), Clock: s.answer()}, nil
 }
 
 func (s *restartStore) Release(context.Context, machineid.Claim, int64, time.Time) error { return nil }
@@ -117,9 +133,9 @@ func TestHolderRidesARestart(t *testing.T) {
 						}
 						require.True(t, l.Held, "after the ride's end, the new holding: %+v", l)
 						s.mu.Lock()
-						lost := s.lost
+						until := s.held
 						s.mu.Unlock()
-						require.Equal(t, lost.Add(floor), ride.Until, "the ride's ceiling: the last confirmation's clock + floor")
+						require.Equal(t, until, ride.Until, "the ride's ceiling: the mark last confirmed, not the last confirmation's clock + floor")
 						assert.False(t, time.Now().Before(ride.Until), "the new holding reported %v before the ride's ceiling %v", time.Until(ride.Until), ride.Until)
 						assert.Equal(t, s.newAfter, l.After)
 					} else {
@@ -141,14 +157,19 @@ func TestHolderRidesARestart(t *testing.T) {
 // restart: the watchers see the release at once.
 func TestHolderReleaseEndsARide(t *testing.T) {
 	t.Parallel()
-	s := &restartStore{floor: time.Hour, start: func(read time.Time) time.Time { return read.Add(time.Millisecond) }, newAfter: time.Now().Add(2 * time.Hour)}
+	s := &restartStore{floor: time.Hour, extra: time.Hour, start: func(read time.Time) time.Time { return read.Add(time.Millisecond) }, newAfter: time.Now().Add(2 * time.Hour)}
 	h, err := machineid.NewHolder[struct{}](s, nil, machineid.Limits{Name: "ridetest"}, machineid.WithTTL(300*time.Millisecond), machineid.WithRange(0, 0))
 	require.NoError(t, err)
 	_, err = h.MachineID(t.Context())
 	require.NoError(t, err)
 	s.gone.Store(1)
-	require.Eventually(t, func() bool { return h.Lease().Until.After(time.Now().Add(time.Minute)) }, 5*time.Second, 5*time.Millisecond,
-		"the ride's ceiling, an hour past the last confirmation, reported")
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		lost := !s.lost.IsZero()
+		s.mu.Unlock()
+		l := h.Lease()
+		return lost && l.Held && l.Until.After(time.Now().Add(time.Minute))
+	}, 5*time.Second, 5*time.Millisecond, "the ride, up to the mark confirmed an hour on, reported after the restart's answer")
 	require.NoError(t, h.Release(time.Time{}))
 	l := h.Lease()
 	assert.False(t, l.Held)

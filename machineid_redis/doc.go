@@ -22,7 +22,7 @@
 // (machineid.WithMaxClockOffset), and no mark is set more than the TTL and
 // that bound past it. A restart may forget the marks or roll them back to
 // a snapshot, for good: every take then reads each mark as at least the
-// restart floor, the server's start on its clock plus TTL + the bound, for
+// restart floor, the server's start on its clock plus TTL + twice the bound, for
 // as long as the server runs, and a lease another server process recorded
 // (one a snapshot brought back) is void.
 //

@@ -36,6 +36,10 @@ const (
 	// recorded, and no restart floor (the first world's partition-free
 	// form).
 	mutantOwnLeaseNoFloor = "own-lease-no-floor"
+	// mutantOneBound: the restart floor is the start + TTL + bound, as
+	// before issue 36's review: it does not cover Redis's clock stepping
+	// back, within the bound, between a mark's write and the restart.
+	mutantOneBound = "floor-one-bound"
 )
 
 // mutantScript returns sc, or under renew-across-restart (for renew) or
@@ -70,10 +74,16 @@ const offFloor = -1e15
 // (whole seconds less one), and offFloor after. Without such a mutant, or
 // if the uptime cannot be read, restart as it is.
 func (s *store) mutantRestart(ctx context.Context, c machineid.Claim, restart int64) int64 {
+	if mutant.On(mutantOneBound) && c.MaxOffset >= 0 {
+		return restart - c.MaxOffset.Milliseconds()
+	}
 	if !mutant.On(mutantWindowFloor) && !mutant.On(mutantShortFloor) {
 		return restart
 	}
-	slack := time.Duration(restartMs(c))*time.Millisecond - c.TTL
+	slack := c.Margin // the bound the scripts cap marks at: the floor's offset less the TTL, before issue 36's second bound
+	if c.MaxOffset >= 0 {
+		slack = c.MaxOffset
+	}
 	window := c.TTL + slack
 	if mutant.On(mutantWindowFloor) {
 		window += slack

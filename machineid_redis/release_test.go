@@ -19,7 +19,7 @@ const longTTL = 3 * time.Second
 // releasing with the zero Time (unknown) keeps it.
 func TestReleaseLowersTheMarkToIssued(t *testing.T) {
 	t.Parallel()
-	c := client(t, settled(t, longTTL+2*bound).Addr)
+	c := client(t, settled(t, longTTL+3*bound).Addr)
 	long := machineid.WithTTL(longTTL) // a mark seconds ahead makes the difference plain
 
 	a := leased(t, c, machineid.WithRange(3, 3), long)
@@ -54,7 +54,7 @@ func TestReleaseLowersTheMarkToIssued(t *testing.T) {
 // nothing repeats.
 func TestGeneratorCloseLetsTheNextHolderStartAtOnce(t *testing.T) {
 	t.Parallel()
-	c := client(t, settled(t, longTTL+2*bound).Addr)
+	c := client(t, settled(t, longTTL+3*bound).Addr)
 	long := machineid.WithTTL(longTTL)
 	seen := map[ringflake.ID]bool{}
 	for round := range 3 {

@@ -143,7 +143,7 @@ func changes(t *testing.T, h *machineid.Holder) <-chan machineid.Lease {
 func TestLiveHoldersRideARestart(t *testing.T) {
 	t.Parallel()
 	const life = 3 * time.Second
-	srv := settled(t, life+2*bound)
+	srv := settled(t, life+3*bound)
 	led := newLedger()
 	gens := make([]*ringflake.Generator, 3)
 	runs := make([]*run, 3)
@@ -173,7 +173,7 @@ func TestLiveHoldersRideARestart(t *testing.T) {
 	srv.Restart()
 	up := time.Now()
 	downtime := up.Sub(down)
-	limit := life/3 + life/10 + downtime + 2*time.Second + bound
+	limit := life/3 + life/10 + downtime + 2*time.Second + 2*bound
 	stopAt := up.Add(life + bound + limit + time.Second) // past the ride's ceiling and the pause after it
 	end.Store(&stopAt)
 	require.NoError(t, eg.Wait())
@@ -187,7 +187,7 @@ func TestLiveHoldersRideARestart(t *testing.T) {
 		t.Logf("%s: longest pause %v (ended %v after the restart), %d calls refused, %d IDs issued; Redis down %v",
 			r.who, r.gap.Round(time.Millisecond), r.gapEnd.Sub(up).Round(time.Millisecond), r.refused, r.issued, downtime.Round(time.Millisecond))
 		assert.True(t, r.gapEnd.After(up), "%s never issued again after the restart: %+v", r.who, r)
-		assert.LessOrEqual(t, r.gap, limit, "%s paused %v across the restart; want at most TTL/3 + TTL/10 + the downtime + 2s + bound = %v", r.who, r.gap, limit)
+		assert.LessOrEqual(t, r.gap, limit, "%s paused %v across the restart; want at most TTL/3 + TTL/10 + the downtime + 2s + 2·bound = %v", r.who, r.gap, limit)
 	}
 }
 
@@ -305,7 +305,7 @@ func TestRideAfterTwoRestarts(t *testing.T) {
 func TestFlushDoesNotRide(t *testing.T) {
 	t.Parallel()
 	const life = 3 * time.Second
-	srv := settled(t, life+2*bound)
+	srv := settled(t, life+3*bound)
 	h := leased(t, client(t, srv.Addr), machineid.WithRange(0, 0), machineid.WithTTL(life))
 	hs := changes(t, h)
 	_, err := h.MachineID(acquireCtx(t))
@@ -342,7 +342,7 @@ func TestLapsedHolderDoesNotRide(t *testing.T) {
 	t.Parallel()
 	const life = 3 * time.Second
 	opts := []machineid.Option{machineid.WithRange(0, 0), machineid.WithTTL(life)}
-	srv := settled(t, life+2*bound)
+	srv := settled(t, life+3*bound)
 	var hc cutter
 	h := leased(t, hc.client(t, srv.Addr), opts...)
 	hs := changes(t, h)
@@ -403,7 +403,7 @@ func TestLapsedHolderDoesNotRide(t *testing.T) {
 func TestRideWhenANewcomerTookTheID(t *testing.T) {
 	t.Parallel()
 	const life = 3 * time.Second
-	srv := settled(t, life+2*bound)
+	srv := settled(t, life+3*bound)
 	var hc cutter
 	h := leased(t, hc.client(t, srv.Addr), machineid.WithRange(0, 1), machineid.WithTTL(life))
 	hs := changes(t, h)
@@ -476,8 +476,8 @@ func TestRideWhenANewcomerTookTheID(t *testing.T) {
 	assert.Positive(t, rode, "H should ride: issue on ID 0 after the restart, up to its last confirmed mark %v, after N took the ID", c.Until)
 	assert.Zero(t, past, "H issued on ID 0 past its last confirmed mark %v, which N inherited or passed", c.Until)
 	assert.Positive(t, moved, "H should take ID 1 and issue on it")
-	limit := life/3 + life/10 + downtime + 2*time.Second + bound
-	assert.LessOrEqual(t, rh.gap, limit, "H paused %v across the restart; want at most TTL/3 + TTL/10 + the downtime + 2s + bound = %v", rh.gap, limit)
+	limit := life/3 + life/10 + downtime + 2*time.Second + 2*bound
+	assert.LessOrEqual(t, rh.gap, limit, "H paused %v across the restart; want at most TTL/3 + TTL/10 + the downtime + 2s + 2·bound = %v", rh.gap, limit)
 	t.Logf("H: longest pause %v, %d calls refused, %d IDs issued (%d on ID 0 after the restart, %d on ID 1); N: %d issued; Redis down %v",
 		rh.gap.Round(time.Millisecond), rh.refused, rh.issued, rode, moved, rn.issued, downtime.Round(time.Millisecond))
 }

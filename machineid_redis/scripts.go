@@ -50,12 +50,13 @@ local function take(prefix, token, marks, id, after, ttl, untilMs, ahead, slack)
 end
 
 -- restartFloor returns the mark every ID is taken to have while this
--- server runs: its start, on its clock, plus restart (the TTL plus the
--- slack). A server that restarted may have lost, or rolled back to a
+-- server runs: its start, on its clock, plus restart (the TTL plus twice
+-- the slack). A server that restarted may have lost, or rolled back to a
 -- snapshot, the leases and marks of holders that were running: such a
 -- holder was last confirmed before the restart, and no mark was set more
--- than restart past the server's time then, so every lost mark is below
--- the floor. It holds for every take for as long as the server runs, not
+-- than the TTL plus the slack past the server's time then; Redis's clock
+-- may have stepped back since, by up to the slack (while it ran, or across
+-- the restart), so every lost mark is below the floor. It holds for every take for as long as the server runs, not
 -- only soon after the restart: a lost mark is lost for good, and a
 -- newcomer whose clock later steps back must still find every tick a dead
 -- holder issued below its After, which the generator never issues at or

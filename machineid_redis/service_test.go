@@ -34,7 +34,7 @@ const prefix = "{ringflake}:"
 // ttl and the default bound on the clocks' offset: on a server up that
 // long, the floor every take inherits is in the past on any clock within
 // the bound.
-const floor = ttl + 2*bound
+const floor = ttl + 3*bound
 
 // settled starts a server and waits until it has been up for d, so that a
 // first lease finds the restart floor past (see

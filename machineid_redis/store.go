@@ -252,19 +252,24 @@ func (s *store) refused(res []int64, c machineid.Claim) error {
 
 // restartMs is how far past a restart, on the server's clock, every ID's
 // mark is taken to be (the restart floor), in ms: the TTL, plus how far
-// past the server's time a mark may be set, the holders' bound on their
-// clocks' offset, which the scripts enforce. With the check off nothing
-// bounds it, and the safety margin stands in for it: the floor then covers
-// a lost mark only if its holder's clock was at most the margin ahead of
-// the server's; nothing checks it. The floor holds for as long as the
-// server runs (see restartFloor in scripts.go); a newcomer whose clock is
-// within the bound behind the server's finds it in the past once the
-// server has been up for this plus the bound.
+// past the server's time a mark may be set (the holders' bound on their
+// clocks' offset, which the scripts enforce), plus as far again for
+// Redis's own clock stepping back, within the bound, between the write of
+// a mark and the restart that lost it (a step while the server ran, or
+// across the restart): a mark capped at TTL + bound past Redis's time then
+// is within TTL + 2·bound of any later reading of that clock. With the
+// check off nothing bounds a mark, and the safety margin stands in: the
+// floor then covers a lost mark only if its holder's clock was at most the
+// margin ahead of the server's and Redis's clock did not step back;
+// nothing checks it. The floor holds for as long as the server runs (see
+// restartFloor in scripts.go); a newcomer whose clock is within the bound
+// behind the server's finds it in the past once the server has been up for
+// this plus the bound.
 func restartMs(c machineid.Claim) int64 {
 	if c.MaxOffset < 0 {
 		return (c.TTL + c.Margin).Milliseconds()
 	}
-	return (c.TTL + c.MaxOffset).Milliseconds()
+	return (c.TTL + 2*c.MaxOffset).Milliseconds()
 }
 
 // slackMs is the scripts' slack: how far past the server's time, beyond

@@ -83,7 +83,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, s setting) *world {
-	w := &world{t: t, srv: settled(t, s.life()+2*s.slack()), led: newLedger()}
+	w := &world{t: t, srv: settled(t, s.life()+3*s.slack()), led: newLedger()}
 	t.Cleanup(func() {
 		now := time.Now()
 		w.end.CompareAndSwap(nil, &now)
@@ -137,7 +137,9 @@ var (
 // snapshot (S_a); H is cut off; S_a dies and S_b starts empty; K takes ID
 // 0 on S_b, waits out its floor, issues and renews; S_b dies and S_c
 // starts from S_a's snapshot, with H's lease in it; H reaches it. H's
-// lease there was recorded by another process: void. H's renewal is
+// lease there was recorded by another process: void. (At the defaults,
+// S_b's floor, TTL + 2·bound, is past the mark K can be confirmed before S_b
+// dies, so K issues only after it takes again on S_c.) H's renewal is
 // answered as a restart, and K's too; neither issues past the mark the
 // store confirmed for it, and each takes again with S_c's floor. Before
 // issue 36, H's renewal extended the revived lease (mutant
@@ -158,7 +160,9 @@ func TestOlderSnapshotAfterAForgettingRestart(t *testing.T) {
 		w.srv.DropSnapshot()
 		w.srv.Restart() // S_b, empty
 
-		k := leased(t, client(t, w.srv.Addr), s.opts(0, 0)...)
+		// K takes ID 0, the lowest; ID 1 lets it issue after S_c too,
+		// where H takes ID 0 back.
+		k := leased(t, client(t, w.srv.Addr), s.opts(0, 1)...)
 		ks := changes(t, k)
 		made := w.issue(rk, k, 3*s.life()) // waits out S_b's floor
 		renewed(t, ks, s.life())           // K renewed once since it took
@@ -167,7 +171,7 @@ func TestOlderSnapshotAfterAForgettingRestart(t *testing.T) {
 		w.srv.Restart() // S_c, from S_a's snapshot, H's lease not yet expired in it
 		hc.set(false)   // before H's deadline
 		require.NoError(t, <-made, "K's generator waits out S_b's floor, and issues up to K's mark")
-		w.until(s.life()+2*s.slack(), rh, rk)
+		w.until(s.life()+3*s.slack(), rh, rk)
 		assert.Positive(t, rk.issued, "K should issue: the world this test is about")
 	}, tight, defaults)
 }
@@ -194,7 +198,7 @@ func TestOwnLeaseFromAnOlderSnapshot(t *testing.T) {
 		w.srv.Stop()
 		w.srv.DropSnapshot()
 		w.srv.Restart() // S_b, empty
-		k := leased(t, client(t, w.srv.Addr), s.opts(0, 0)...)
+		k := leased(t, client(t, w.srv.Addr), s.opts(0, 1)...) // ID 1 for K after S_c, where ID 0 may be H's
 		ks := changes(t, k)
 		id, err := k.MachineID(acquireCtx(t))
 		require.NoError(t, err)
@@ -206,7 +210,7 @@ func TestOwnLeaseFromAnOlderSnapshot(t *testing.T) {
 		w.srv.UseSnapshot(snap)
 		w.srv.Restart() // S_c, from S_a's snapshot, H's lease on ID 0 not yet expired in it
 		require.NoError(t, <-made, "K's generator waits out S_b's floor, and issues up to K's mark")
-		w.until(s.life()+2*s.slack(), rh, rk)
+		w.until(s.life()+3*s.slack(), rh, rk)
 		assert.Positive(t, rk.issued, "K should issue: the world this test is about")
 	}, tight, defaults)
 }
@@ -245,7 +249,61 @@ func TestEarlyExpiryThenRestart(t *testing.T) {
 		w.srv.Restart()
 		hc.set(false)
 		require.NoError(t, <-made, "K waits out H's mark")
-		w.until(s.life()+2*s.slack(), rh, rk)
+		w.until(s.life()+3*s.slack(), rh, rk)
 		assert.Positive(t, rk.issued, "K should issue: the world this test is about")
 	}, setting{name: "tight", ttl: 3 * time.Second, bound: 2 * time.Second, margin: 100 * time.Millisecond}, defaults)
+}
+
+// TestRedisClockStepBackThenRestart (found by an outside review): H, its
+// clock 1.8s ahead of Redis's, within the bound of 2s, issues on ID 0, its
+// marks capped at Redis's time + TTL + bound, and crashes. Redis's clock
+// then steps back 1.8s while it runs, within the bound, and Redis restarts
+// and forgets. N, on the true clock, takes ID 0 and inherits the restart
+// floor, counted from the new start on the stepped clock: at TTL + bound
+// past it (mutant floor-one-bound) it is 1.8s short of H's marks, and N
+// repeated H's IDs (528 of 9,134 in the review); at TTL + 2·bound it
+// covers them.
+func TestRedisClockStepBackThenRestart(t *testing.T) {
+	t.Parallel()
+	if *voidMutant != "" {
+		require.True(t, mutant.Set(*voidMutant), "switching the mutant %q on needs -tags ringflake_mutant", *voidMutant)
+		t.Cleanup(func() { _ = mutant.Set("") })
+	}
+	const life, lead = time.Second, 1800 * time.Millisecond
+	opts := []machineid.Option{machineid.WithRange(0, 0), machineid.WithTTL(life),
+		machineid.WithMaxClockOffset(bound), machineid.WithSafetyMargin(200 * time.Millisecond)}
+	srv := redistest.StartClocked(t)
+	srv.WaitUptime(life + 3*bound)
+	led := newLedger()
+
+	var hc cutter
+	h := leased(t, hc.client(t, srv.Addr), opts...)
+	ahead := func() time.Time { return time.Now().Add(lead) }
+	gh, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(h), ringflake.WithClock(ahead), ringflake.WithMaxWait(-1))
+	require.NoError(t, err)
+	rh := &run{who: "H"}
+	until := time.Now().Add(2 * life)
+	rh.issue(gh, led, func(*run) bool { return time.Now().After(until) })
+	hc.set(true) // H crashes: nothing more reaches Redis from it
+
+	srv.ShiftClock(-lead)
+	time.Sleep(50 * time.Millisecond)
+	srv.Stop()
+	srv.Restart() // empty, its clock where the step left it
+
+	n := leased(t, client(t, srv.Addr), opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*(life+2*bound))
+	defer cancel()
+	gn, err := ringflake.New(ctx, ringflake.WithMachineIDSource(n), ringflake.WithMaxWait(-1))
+	require.NoError(t, err, "N waits out the restart floor")
+	t.Cleanup(func() { _ = gn.Close() })
+	rn := &run{who: "N"}
+	until = time.Now().Add(2 * life)
+	rn.issue(gn, led, func(*run) bool { return time.Now().After(until) })
+
+	dups := led.repeats()
+	t.Logf("H issued %d, N %d", rh.issued, rn.issued)
+	assert.Positive(t, rh.issued)
+	assert.Positive(t, rn.issued)
+	assert.Zero(t, len(dups), "%d IDs issued twice, first ones: %v", len(dups), dups[:min(len(dups), 3)])
 }

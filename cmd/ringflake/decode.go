@@ -55,6 +55,9 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(w, "\tdatacenter=%d\tworker=%d", p.Datacenter, p.Worker)
 		}
 		fmt.Fprintf(w, "\tsequence=%d\tticks=%d\n", p.Sequence, p.Ticks)
+		if lf.peer() { // an old fleet's IDs: any time since its epoch is theirs, not a sign of another layout
+			continue
+		}
 		if h := r.Hint(id, "--layout "); h != "" { // on stderr: the line above is still the reading asked for
 			fmt.Fprintln(stderr, "ringflake: decode: hint: "+h)
 		}

@@ -33,16 +33,17 @@ func (l *leaseFlags) register(fs *flag.FlagSet) {
 		"(query parameters prefix=P (default {ringflake}:), mode=host[&host=NAME] for a host-IP mapping (IP_MACHINE_ID_MAPPING, MAX_ID), and go-redis's own); "+
 		"etcd://host:port[,host:port...][?prefix=P] (default prefix ringflake/machineid/); "+
 		"postgres://user:pass@host:port/db (or postgresql://) with table=NAME (default ringflake_machine_ids, created if missing) and pgx's own parameters; "+
+		"mysql://user:pass@host[:port]/db, MySQL or MariaDB, with table=NAME as for postgres and the Go MySQL driver's own parameters; "+
 		"k8s://NAMESPACE[?prefix=P&identity=NAME], Lease objects on the cluster of $KUBECONFIG (or ~/.kube/config), or of the pod's service account in a pod "+
 		"(default prefix ringflake-machine-, identity $POD_NAME or the hostname)")
 	fs.StringVar(&l.rng, "machine-range", "", "machine IDs the lease may hand out, `MIN-MAX` (default 0-1023, or the layout's IDs if fewer, 0-63 in js; 1-1023 with mode=host)")
 	fs.DurationVar(&l.ttl, "lease-ttl", 0, "lease time to live `D` (default 10s): a crashed process's ID is free after it, and a new process may wait up to it after the store restarts; "+
-		"redis 1s..5m, etcd whole seconds 1s..1h, postgres 100ms..1h, k8s 1s..1h (Leases count whole seconds, rounded up); "+
+		"redis 1s..5m, etcd whole seconds 1s..1h, postgres and mysql 100ms..1h, k8s 1s..1h (Leases count whole seconds, rounded up); "+
 		"on Redis, every process of one prefix must use the same --lease-ttl and --max-clock-offset, or its restart floor may not cover their marks")
 	fs.DurationVar(&l.margin, "safety-margin", 0, "stop vouching for the lease `D` before its TTL could run out on the server; below TTL/2 (default TTL/5)")
 	fs.DurationVar(&l.offset, "max-clock-offset", 0, "refuse, at once, to take a machine ID while this clock is further than `D` ahead of or behind the store's: "+
-		"Redis's TIME, PostgreSQL's, the API server's, the median of the live holders' on etcd (0, the default: 2s; up to 1h; negative: no check). "+
-		"Redis also caps marks at TTL + D past its clock, and a fresh or restarted Redis's holders wait TTL + D")
+		"Redis's TIME, PostgreSQL's, MySQL's, the API server's, the median of the live holders' on etcd (0, the default: 2s; up to 1h; negative: no check). "+
+		"Redis also caps marks at TTL + D past its clock, and a fresh or restarted Redis's holders wait TTL + 2·D")
 }
 
 // leaseOnly are the flags that mean nothing without --lease.

@@ -5,7 +5,7 @@
 //
 //	ringflake gen -n N --machine-id M    print N new IDs, one per line
 //	ringflake gen -n N --lease URL       the same, with a machine ID leased from a store
-//	                                     (redis://, etcd://, postgres:// or k8s://)
+//	                                     (redis://, etcd://, postgres://, mysql:// or k8s://)
 //	ringflake serve --lease URL          serve IDs over HTTP: /v1/id, /v1/ids?n=N,
 //	                                     /v1/decode/{id}, Leaf's /api/snowflake/get/{key},
 //	                                     /metrics, /healthz and /readyz
@@ -62,6 +62,9 @@ commands:
                                   postgres://user:pass@host:port/db[?table=NAME&...]
                                     (or postgresql://; default table ringflake_machine_ids,
                                     created if missing; pgx's own parameters: sslmode=, ...)
+                                  mysql://user:pass@host[:port]/db[?table=NAME&...]
+                                    (MySQL or MariaDB; table as for postgres; the Go MySQL
+                                    driver's own parameters: tls=, timeout=, ...)
                                   k8s://NAMESPACE[?prefix=P&identity=NAME]  Lease objects, on
                                     the cluster of $KUBECONFIG (or ~/.kube/config), or in a pod
                                     its service account's (default prefix ringflake-machine-)

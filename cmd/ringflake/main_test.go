@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/internal/mysqltest"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("RINGFLAKE_STATE_DIR", state)
 	code := m.Run()
+	mysqltest.Cleanup()
 	if cli.dir != "" {
 		_ = os.RemoveAll(cli.dir)
 	}
@@ -114,13 +116,13 @@ func TestRunUsageErrors(t *testing.T) {
 		{"decode a default ID under --layout js", []string{"decode", "--layout", "js", "383078035417174017"},
 			`ringflake: decode: 383078035417174017 is above 9007199254740991 (2^53-1), the largest ID of the layout: an ID of another layout?`},
 		{"decode bad layout", []string{"decode", "--layout", "javascript", "1"},
-			`ringflake: decode: --layout = "javascript"; want default, js, or bit widths T/M/S such as 39/16/8`},
+			`ringflake: decode: --layout = "javascript"; want default, js, bwmarrin, sonyflake-v1, sonyflake-v2, leaf, twitter, baidu, or bit widths T/M/S such as 39/16/8, each with an optional @EPOCH`},
 		{"decode layout too wide", []string{"decode", "--layout", "42/10/12", "1"},
 			`ringflake: decode: --layout 42/10/12: invalid configuration: Layout bits 42+10+12 = 64; want a sum of at most 63`},
 		{"decode layout without time", []string{"decode", "--layout", "0/10/12", "1"},
 			`ringflake: decode: --layout 0/10/12: invalid configuration: Layout.TimeBits = 0; valid range 1..62`},
 		{"bounds bad layout", []string{"bounds", "--layout", "41/10", "2026-11-22T12:00:00Z"},
-			`ringflake: bounds: --layout = "41/10"; want default, js, or bit widths T/M/S such as 39/16/8`},
+			`ringflake: bounds: --layout = "41/10"; want default, js, bwmarrin, sonyflake-v1, sonyflake-v2, leaf, twitter, baidu, or bit widths T/M/S such as 39/16/8, each with an optional @EPOCH`},
 		{"gen machine ID past js", []string{"gen", "--layout", "js", "--machine-id", "64"},
 			"ringflake: gen: invalid configuration: machine ID = 64; valid range 0..63"},
 		{"decode bad base58", []string{"decode", "--format", "base58", "12-4"},
@@ -128,9 +130,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"gen empty lease", []string{"gen", "--lease", ""},
 			`ringflake: gen: --lease = ""; want a URL such as redis://host:port`},
 		{"gen lease without a scheme", []string{"gen", "--lease", "127.0.0.1:6379"},
-			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: etcd, k8s, postgres, postgresql, redis, rediss"},
+			"ringflake: gen: --lease wants a URL such as redis://host:port; supported schemes: etcd, k8s, mysql, postgres, postgresql, redis, rediss"},
 		{"gen unsupported scheme", []string{"gen", "--lease", "memcached://127.0.0.1:11211"},
-			`ringflake: gen: --lease: unsupported scheme "memcached"; supported: etcd, k8s, postgres, postgresql, redis, rediss`},
+			`ringflake: gen: --lease: unsupported scheme "memcached"; supported: etcd, k8s, mysql, postgres, postgresql, redis, rediss`},
 		{"gen etcd without endpoint", []string{"gen", "--lease", "etcd://"}, "ringflake: gen: lease etcd:: no endpoint; want etcd://host:port[,host:port...]"},
 		{"gen etcd endpoint without port", []string{"gen", "--lease", "etcd://a,b:2379"}, `ringflake: gen: lease etcd://a,b:2379: endpoint "a"; want host:port`},
 		{"gen etcd path", []string{"gen", "--lease", "etcd://127.0.0.1:1/x"},

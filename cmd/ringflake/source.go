@@ -22,6 +22,7 @@ type sourceFlags struct {
 	maxWait     time.Duration
 	clockOffset time.Duration
 	datacenter  int64
+	above       *ringflake.ID // --above, nil if not given
 	layoutFlags
 	lease leaseFlags
 	state stateFlags
@@ -36,6 +37,15 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "wait at most `D` for each ID: for the next tick, a clock that stepped back, or a lease that lapsed (0, the default: 100ms; negative: never wait)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0,
 		"for testing and demos only: shift the generator's clock by `D`; negative simulates a clock that is behind")
+	fs.Func("above", "issue only IDs above `ID`, the newest of the fleet being replaced (SELECT max(id)): wait for the clock to pass its time, "+
+		"and refuse a clock stepped back to it; with the old fleet's --layout, see docs/moving-in.md", func(s string) error {
+		id, err := ringflake.ParseID(s)
+		if err != nil {
+			return err
+		}
+		f.above = &id
+		return nil
+	})
 	f.layoutFlags.register(fs, true)
 	fs.Int64Var(&f.datacenter, "datacenter", 0, "the datacenter `N`, 0..2^B-1, for a layout split by --datacenter-bits B; "+
 		"--machine-id then gives the worker within it, 0..2^(10-B)-1 in the default layout, and a lease takes one of the datacenter's machine IDs (--machine-range then names workers)")
@@ -154,6 +164,9 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup.Startup) (*plan, err
 		ringflake.WithLogger(log),
 		ringflake.WithLayout(layout),
 	}
+	if f.above != nil {
+		opts = append(opts, ringflake.WithAbove(*f.above))
+	}
 	// The machine ID is built once, here: with a datacenter split, the
 	// datacenter's first machine ID plus the worker (check has refused a
 	// datacenter or a worker out of range); a lease is of the whole ID.
@@ -208,7 +221,7 @@ func (f *sourceFlags) prepare(log *slog.Logger, st *startup.Startup) (*plan, err
 // --acquire-timeout. On failure the store's client stays open, for serve to
 // ask again; p.out.done closes it. It returns a usage error for a bad setting, and the
 // store's error if no machine ID can be had; New waits for a leased ID's
-// inherited mark (up to TTL + the clock bound on a Redis that just
+// inherited mark (up to TTL + twice the clock bound on a Redis that just
 // restarted), and for an ID of a full range to free, and logs that it does.
 func (p *plan) make(ctx context.Context) (*generator, error) {
 	if p.acquire > 0 {

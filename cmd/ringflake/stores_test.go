@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -17,12 +18,14 @@ import (
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/etcdtest"
 	"github.com/ringflake/ringflake/internal/k8stest"
+	"github.com/ringflake/ringflake/internal/mysqltest"
 	"github.com/ringflake/ringflake/internal/pgtest"
 	"github.com/ringflake/ringflake/internal/redistest"
 	"github.com/ringflake/ringflake/machineid"
 	"github.com/ringflake/ringflake/machineid_etcd"
 	"github.com/ringflake/ringflake/machineid_file"
 	"github.com/ringflake/ringflake/machineid_k8s"
+	"github.com/ringflake/ringflake/machineid_mysql"
 	"github.com/ringflake/ringflake/machineid_postgres"
 	"github.com/ringflake/ringflake/machineid_redis"
 )
@@ -42,6 +45,10 @@ func TestSwitchingStores(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	require.NoError(t, machineid_postgres.CreateTable(ctx, pool, ""))
+	mysqlDB, err := sql.Open("mysql", mysqltest.Shared(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mysqlDB.Close() })
+	require.NoError(t, machineid_mysql.CreateTable(ctx, mysqlDB, ""))
 	dir := t.TempDir()
 	kube := k8stest.Start(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kube.Kubeconfig(k8stest.Admin))
@@ -69,6 +76,7 @@ func TestSwitchingStores(t *testing.T) {
 	program(machineid_redis.New(rdb, opts...))
 	program(machineid_etcd.New(etcd, opts...))
 	program(machineid_postgres.New(pool, opts...))
+	program(machineid_mysql.New(mysqlDB, opts...))
 	program(machineid_file.New(dir, opts...))
 	program(machineid_k8s.New(clientset.CoordinationV1(), opts...))
 }

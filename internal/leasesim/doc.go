@@ -21,10 +21,11 @@
 //     longer than the TTL, in a clock reading;
 //   - the store's clock at a rate that differs from the holders' within the
 //     safety margin; Redis's own clock, in half its worlds with a clock
-//     bound, stepping and jumping forward and back to anywhere within the
-//     bound of the true time while it runs, and forward before a restart
-//     (a lease's expiry is an absolute time on it: a step forward ends
-//     leases early), never behind the instance's start;
+//     bound, jumping forward (up to twice the bound and a second ahead of
+//     the true time) and stepping back (by up to the bound in all from the
+//     furthest it read), while it runs and across a restart, as R3 of
+//     docs/leases.md allows (a lease's expiry is an absolute time on it: a
+//     step forward ends leases early);
 //   - store calls: delays, a loss before the store acts or of its answer
 //     after (an unknown outcome), calls stuck past their context;
 //   - store restarts, which forget what that kind of store forgets (Redis:
@@ -97,12 +98,10 @@
 // the clock check off keeps every clock at most the margin ahead
 // (docs/machineid_redis.md: the floor "then covers a lost mark only if its
 // holder's clock was at most the margin ahead"); no store's own clock steps
-// back across a restart ("assumes that the clock after a restart is not
-// behind the clock before it": Redis's clock steps forward as it restarts
-// to the furthest it read before, and never back behind the instance's
-// start); no Redis failover loses writes
-// ("Replication is asynchronous ...: another process can take the same ID
-// at once"). Everywhere else the invariants hold whatever the clocks do.
+// back by more than the bound in all before a restart (R3 in
+// docs/leases.md: Redis's clock never reads more than the bound behind the
+// furthest it read); no Redis failover loses writes ("Replication is
+// asynchronous ...: another process can take the same ID at once"). Everywhere else the invariants hold whatever the clocks do.
 //
 // A checker fed by the issuers and by the store as it writes holds the world
 // to its invariants at every step (check.go): unique IDs; on one machine ID,

@@ -31,9 +31,10 @@ import (
 //     below); the Holder tries again for a free ID every TTL/10 to TTL/2,
 //     and its take and mark raise are two calls: 4.5·TTL in all, and the
 //     pause's 2·TTL overlaps them;
-//   - max(ahead, slack + 2 s): the mark an ID inherits was set by a clock
-//     at most ahead ahead, a TTL past it; Redis's restart floor is TTL +
-//     slack past the restart, up to 2 s later for its whole-second uptime;
+//   - max(ahead, 2·slack + 2 s): the mark an ID inherits was set by a
+//     clock at most ahead ahead, a TTL past it; Redis's restart floor is
+//     TTL + 2·slack past the restart, up to 2 s later for its whole-second
+//     uptime;
 //     the newcomer's clock, now right, passes either within that (plus the
 //     TTL, counted above) of the heal; and a generator whose ring holds
 //     ticks a clock ahead issued waits at most ahead for its clock to pass
@@ -45,14 +46,14 @@ func (w *world) liveBound() time.Duration {
 	ahead := max(time.Duration(w.aheadSeen.Load()), 0)
 	floor := time.Duration(0)
 	if w.p.kind.forgets {
-		floor = w.slack() + 2*time.Second
+		floor = 2*w.slack() + 2*time.Second
 	}
 	jumps := time.Duration(0)
 	if w.p.jumps {
-		// Redis's clock may read up to the bound ahead, so its floor and
-		// marks lie that much later in true time, and a lease granted
-		// before a step back lasts that much longer.
-		jumps = 2 * w.p.bound
+		// Redis's clock may have read up to jumpsAhead ahead, so its
+		// floor and marks lie that much later in true time, and a lease
+		// granted before a step back lasts up to the bound longer.
+		jumps = jumpsAhead(w.p.bound) + w.p.bound
 	}
 	return 6*w.p.ttl + max(ahead, floor) + 2*time.Second + jumps
 }
@@ -65,6 +66,9 @@ func (w *world) heal() {
 	w.chk.mu.Unlock()
 	w.healedFlag.Store(true)
 	close(w.healed)
+	if w.p.jumps {
+		w.srv.healClock()
+	}
 	for _, p := range w.procs {
 		p.cut.Store(0)
 		p.clk.pause.Store(0)

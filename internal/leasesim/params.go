@@ -87,9 +87,9 @@ type params struct {
 	// that forget too (an old dump on a node, a backup), and a restart
 	// that rolls back restores any one of them, not only the latest.
 	anySnap bool
-	// jumps: Redis's own clock steps and jumps, forward and back, within
-	// the clock bound of the true time while it runs, and forward before
-	// a restart (never back across one: see storeClock).
+	// jumps: Redis's own clock steps and jumps forward (past the bound
+	// too) and back (by up to the bound in all), while it runs and before
+	// a restart, as R3 of docs/leases.md allows: see storeClock.
 	jumps bool
 }
 

@@ -31,7 +31,7 @@ type server struct {
 	run       int           // kind.forgets: the run id of the server process, one more at each restart
 	snaps     []snapshot    // the snapshots a restart may roll back to, oldest first
 	skew      time.Duration // kind.forgets: how far the store's clock reads ahead of the true time (params.jumps)
-	high      time.Time     // the furthest the store's wall clock has read before its latest step back
+	high      time.Time     // the furthest the store's wall clock had read at its latest step
 	restarted time.Duration // when the instance started, on the store's wall clock, since the world's base
 	marker    time.Time     // kind.forgets: the instance's clock at the first take or renewal it served; zero before
 	down      bool
@@ -356,7 +356,7 @@ func (s *server) rideFloor(c machineid.Claim) time.Duration {
 	if !s.k.forgets {
 		return 0
 	}
-	return (c.TTL + markSlack(c)).Truncate(time.Millisecond) - time.Millisecond
+	return (c.TTL + 2*markSlack(c)).Truncate(time.Millisecond) - time.Millisecond
 }
 
 // restartError is a forgetting store's answer to a renewal of an ID with
@@ -477,9 +477,10 @@ func (s *server) capped(until time.Time, c machineid.Claim) time.Time {
 
 // floor returns, for a store that forgets, the mark every ID is taken to
 // have, as machineid_redis reads it: the instance's start on the server's
-// clock (its time less its uptime) plus the TTL and the mark slack, for as
-// long as the instance runs. Every mark the instance may have lost was set
-// before its start, capped at TTL + slack past the server's time then, so
+// clock (its time less its uptime) plus the TTL and twice the mark slack,
+// for as long as the instance runs. Every mark the instance may have lost
+// was set before its start, capped at TTL + slack past the server's time
+// then, which the server's clock may have stepped back from by the slack, so
 // every tick a holder of the old instance issued is at or below the floor,
 // whatever the clock of a later holder says when it takes or after: a
 // newcomer's ticks must pass the floor too. Redis's uptime_in_seconds is
@@ -496,7 +497,7 @@ func (s *server) floor(c machineid.Claim) time.Time {
 	if w, ok := s.window(c); ok && up >= w {
 		return time.Time{}
 	}
-	return s.started().Add(c.TTL + markSlack(c))
+	return s.started().Add(c.TTL + 2*markSlack(c))
 }
 
 // restart takes the store down for d and brings it back: having forgotten
@@ -620,35 +621,46 @@ func (s *server) lastSnapshotBefore(t time.Time) time.Time {
 	return at
 }
 
-// newRun starts a new run of the server, after a restart that forgets:
-// a new run id, a new epoch, and a clock not behind any it read before
-// ("assumes that the clock after a restart is not behind the clock before
-// it", docs/machineid_redis.md: a step back across a restart is outside
-// the promise, so one the clock has not made up for by then is undone).
-// The caller holds mu.
+// newRun starts a new run of the server, after a restart that forgets: a
+// new run id, a new epoch, and a clock at most the bound behind the
+// furthest it read before (R3 in docs/leases.md: Redis's clock may step
+// back by up to the bound in all, while it runs or across a restart; more
+// is outside the promise, so a step the clock has not made up for by then
+// is undone that far). The caller holds mu.
 func (s *server) newRun() {
 	s.epoch++
 	s.run++
-	if now := s.wall(); now.Before(s.high) {
-		s.skew += s.high.Sub(now)
-		s.w.log.add("store", "its clock steps forward by %v as it restarts, to the furthest it read before", s.high.Sub(now))
+	if low := s.lowest(); s.wall().Before(low) {
+		s.w.log.add("store", "its clock steps forward by %v as it restarts, to the bound behind the furthest it read before", low.Sub(s.wall()))
+		s.skew += low.Sub(s.wall())
 	}
+}
+
+// lowest is the earliest Redis's clock may read (R3): the bound behind the
+// furthest it has read. The caller holds mu.
+func (s *server) lowest() time.Time {
+	return later(s.high, s.wall()).Add(-max(s.w.p.bound, 0))
 }
 
 // stepClock steps Redis's clock to read skew ahead of the true time
 // (behind, if negative), as an NTP step or a VM's resume does while the
-// server runs.
+// server runs: forward by any amount, back to no more than the bound
+// behind the furthest it has read.
 func (s *server) stepClock(skew time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Never behind the instance's start: a clock behind a reading of the
-	// run before is a step back across a restart, outside the promise.
-	skew = max(skew, s.restarted-time.Since(s.w.start))
-	if skew < s.skew {
-		s.high = later(s.high, s.wall())
-	}
+	skew = max(skew, s.lowest().Sub(s.w.base.Add(time.Since(s.w.start))))
+	s.high = later(s.high, s.wall())
 	s.w.log.add("store", "its clock steps by %v, to %v off", skew-s.skew, skew)
 	s.skew = skew
+}
+
+// healClock sets Redis's clock right at the heal: a step back of any
+// size, which no restart follows, only keeps leases a while longer.
+func (s *server) healClock() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew = 0
 }
 
 // later returns the later of a and b.

@@ -326,7 +326,7 @@ func (w *world) restartRedis(jr *rand.Rand, d time.Duration, rollback bool) {
 		snap = w.srv.pickSnapshot(jr.Float64())
 	}
 	if w.p.jumps && jr.IntN(2) == 0 {
-		w.stepStore(between(jr, w.srv.skewNow(), w.p.bound))
+		w.stepStore(between(jr, w.srv.skewNow(), jumpsAhead(w.p.bound)))
 	}
 	w.tr.add(Event{Op: OpRestart, Dur: us(d), Rollback: rollback, Snapshot: w.tr.since(snap)})
 	w.srv.restart(d, rollback, snap)
@@ -395,17 +395,24 @@ func (w *world) snapshots() {
 	}
 }
 
-// storeClock steps and jumps Redis's clock now and then while it runs,
-// forward and back, to anywhere within the clock bound of the true time
-// (params.jumps): the holders' clocks are checked against it, and its
-// marks, floor and leases' expiry are on it. It never steps back behind
-// the instance's start (see server.stepClock).
+// storeClock steps and jumps Redis's clock now and then while it runs
+// (params.jumps), as R3 of docs/leases.md allows: forward by any amount
+// (here up to jumpsAhead), and back by up to the bound in all from the
+// furthest it read, while it runs or across a restart (see
+// server.stepClock and newRun). The holders' clocks are checked against
+// it, and its marks, floor and leases' expiry are on it.
 func (w *world) storeClock() {
 	r := rand.New(rand.NewPCG(w.seed, 800))
 	for w.sleepFault(between(r, 300*time.Millisecond, 4*time.Second)) && !w.isHealed() {
-		w.stepStore(between(r, -w.p.bound, w.p.bound))
+		w.stepStore(between(r, -w.p.bound, jumpsAhead(w.p.bound)))
 	}
 }
+
+// jumpsAhead is how far ahead of the true time Redis's clock jumps at
+// most, for a clock bound of bound: past the bound, which R3 allows
+// (newcomers are refused against it, and marks and floors lie further
+// ahead), by up to a second more than the bound again.
+func jumpsAhead(bound time.Duration) time.Duration { return 2*bound + time.Second }
 
 // stepStore steps Redis's clock to read skew ahead of the true time.
 func (w *world) stepStore(skew time.Duration) {

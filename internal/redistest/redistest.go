@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -37,6 +38,8 @@ type Server struct {
 	tb    testing.TB
 	dir   string
 	extra []string
+	env   []string // more environment for the process (StartClocked)
+	shift string   // the clock shift's file, for StartClocked's servers
 
 	mu     sync.Mutex    // protects cmd and exited
 	cmd    *exec.Cmd     // nil while stopped
@@ -47,11 +50,22 @@ type Server struct {
 // its shutdown with tb.Cleanup. extra are more redis-server arguments.
 func Start(tb testing.TB, extra ...string) *Server {
 	tb.Helper()
+	return start(tb, nil, extra)
+}
+
+// start is Start, with env added to the process's environment.
+func start(tb testing.TB, env, extra []string) *Server {
+	tb.Helper()
 	bin := binary(tb)
 	var last error
 	for range 5 { // another process may take the port between probe and bind
 		port := freePort(tb, false)
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, tb: tb, dir: tb.TempDir(), extra: extra}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, tb: tb, dir: tb.TempDir(), extra: extra, env: env}
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "RINGFLAKE_CLOCK_SHIFT="); ok {
+				s.shift = v
+			}
+		}
 		if last = s.start(bin); last == nil {
 			tb.Cleanup(s.Stop)
 			return s
@@ -79,6 +93,9 @@ func (s *Server) start(bin string) error {
 	}, s.extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = s.dir
+	if len(s.env) > 0 {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	cmd.SysProcAttr = sysProcAttr()
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out

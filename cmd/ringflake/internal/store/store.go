@@ -1,5 +1,5 @@
 // Package store makes the machine ID Leaser that a --lease URL names, on
-// Redis, etcd, PostgreSQL or Kubernetes, from the URL and the settings
+// Redis, etcd, PostgreSQL, MySQL or Kubernetes, from the URL and the settings
 // every lease has. It does not contact the store: the generator does.
 package store
 
@@ -45,6 +45,7 @@ var openers = map[string]opener{
 	"rediss":     redisLease,
 	"etcd":       etcdLease,
 	"k8s":        k8sLease,
+	"mysql":      mysqlLease,
 	"postgres":   postgresLease,
 	"postgresql": postgresLease,
 }
