@@ -630,7 +630,7 @@ func (s *server) lastSnapshotBefore(t time.Time) time.Time {
 func (s *server) newRun() {
 	s.epoch++
 	s.run++
-	if low := s.lowest(); s.wall().Before(low) {
+	if low := s.lowest(); s.wall().Before(low) && !s.w.isHealed() {
 		s.w.log.add("store", "its clock steps forward by %v as it restarts, to the bound behind the furthest it read before", low.Sub(s.wall()))
 		s.skew += low.Sub(s.wall())
 	}
@@ -649,18 +649,22 @@ func (s *server) lowest() time.Time {
 func (s *server) stepClock(skew time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.w.isHealed() {
+		return // set right for good (healClock)
+	}
 	skew = max(skew, s.lowest().Sub(s.w.base.Add(time.Since(s.w.start))))
 	s.high = later(s.high, s.wall())
 	s.w.log.add("store", "its clock steps by %v, to %v off", skew-s.skew, skew)
 	s.skew = skew
 }
 
-// healClock sets Redis's clock right at the heal: a step back of any
-// size, which no restart follows, only keeps leases a while longer.
+// healClock sets Redis's clock right at the heal, for good: a step back
+// of any size, which no restart follows (one under way when the world
+// heals keeps the clock as it is), only keeps leases a while longer.
 func (s *server) healClock() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.skew = 0
+	s.skew, s.high = 0, time.Time{}
 }
 
 // later returns the later of a and b.
