@@ -585,7 +585,8 @@ func lostBecause(cause error) error {
 }
 
 // logChange logs a lease lost or regained, as old turned into next, and a
-// clock measured past the bound where it was not before.
+// clock measured past the bound where it was not before, or past the
+// fleet's agreed clock where it was past only a tentative one.
 func (g *Generator) logChange(old, next *machineState, l machineid.Lease) {
 	switch {
 	case old == nil:
@@ -594,7 +595,7 @@ func (g *Generator) logChange(old, next *machineState, l machineid.Lease) {
 	case old.kind == lost && next.kind == held:
 		g.log(logLeaseRegained, slog.Int64("machine", next.machine))
 	}
-	if c := l.Clock; c.Past() && (old == nil || !old.lease.Clock.Past()) {
+	if c := l.Clock; c.Past() && (old == nil || !old.lease.Clock.Past() || old.lease.Clock.Tentative && !c.Tentative) {
 		g.log(logClockOff, slog.Int64("machine", l.ID), slog.String("clock", c.String()), slog.Duration("bound", c.Bound))
 	}
 }

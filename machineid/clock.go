@@ -21,6 +21,12 @@ type ClockOffset struct {
 	// Bound is the largest offset allowed ([WithMaxClockOffset]), or -1 if
 	// the check is off.
 	Bound time.Duration
+	// Tentative says that the reference may itself be off (see
+	// Reading.Tentative): too few of the fleet's clocks agree on it. A
+	// take is then not refused, and Past says only that the clock is off
+	// this reference; without Tentative, Past says that it has left the
+	// fleet's clock.
+	Tentative bool
 }
 
 // Past reports whether the clock is surely further off than the bound: by
@@ -31,8 +37,9 @@ func (o ClockOffset) Past() bool {
 }
 
 // String describes the offset, to the millisecond, as "1.5s ahead of
-// Redis's clock (TIME) (±420µs)"; "no measurement" when nothing was
-// measured.
+// Redis's clock (TIME) (±420µs)", with ", tentative" after the
+// uncertainty for a tentative reference; "no measurement" when nothing
+// was measured.
 func (o ClockOffset) String() string {
 	if o.Against == "" {
 		return "no measurement"
@@ -45,7 +52,11 @@ func (o ClockOffset) String() string {
 	if o.Within < time.Millisecond {
 		within = o.Within.Round(10 * time.Microsecond)
 	}
-	return fmt.Sprintf("%v %s %s (±%v)", abs(o.By).Round(time.Millisecond), way, o.Against, within)
+	tentative := ""
+	if o.Tentative {
+		tentative = ", tentative"
+	}
+	return fmt.Sprintf("%v %s %s (±%v%s)", abs(o.By).Round(time.Millisecond), way, o.Against, within, tentative)
 }
 
 // ClockOffsetError is the refusal of a holder whose clock is surely
@@ -76,7 +87,7 @@ func (h *Holder) measure(r Reading, at time.Time, rtt time.Duration) ClockOffset
 	if r.Time.IsZero() || r.Source == "" {
 		return ClockOffset{}
 	}
-	return ClockOffset{By: at.Add(rtt / 2).Sub(r.Time), Within: rtt/2 + r.Within, Against: r.Source, Bound: h.cfg.maxOffset}
+	return ClockOffset{By: at.Add(rtt / 2).Sub(r.Time), Within: rtt/2 + r.Within, Against: r.Source, Bound: h.cfg.maxOffset, Tentative: r.Tentative}
 }
 
 func abs(d time.Duration) time.Duration {

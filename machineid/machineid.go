@@ -42,7 +42,8 @@ type Lease struct {
 	// at the latest take or renewal that read it: the zero ClockOffset
 	// before then, or for a store without one (the file store). It is
 	// measured and reported, not a reason to stop issuing in itself (After
-	// and Until are); Clock.Past() says it passes [WithMaxClockOffset].
+	// and Until are); Clock.Past() says it passes [WithMaxClockOffset],
+	// against the fleet's clock unless Clock.Tentative.
 	Clock ClockOffset
 }
 

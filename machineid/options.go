@@ -96,7 +96,9 @@ func WithCallTimeout(d time.Duration) Option {
 // ID is held, every renewal that reads the reference measures the offset
 // again, for [Lease].Clock; one past the bound is reported, not refused:
 // the generator stops only where its clock leaves the lease's marks
-// ([Lease].After and Until).
+// ([Lease].After and Until). A reference the store marks tentative (on
+// etcd, fewer than three live holders' clocks agree) refuses no one: the
+// offset is reported, with [ClockOffset].Tentative.
 //
 // 0 means the default, 2s; d may be up to 1h. A negative d turns the check
 // off: no refusal, and the offset is still measured and reported. On Redis

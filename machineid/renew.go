@@ -97,10 +97,11 @@ func (h *Holder) take(ctx context.Context, s *session, timeout time.Duration) er
 // proposed: the store finds the token's own holding and answers at once,
 // and that call's reading is judged too. Each measurement bounds the true
 // offset on its own, so a clock refused by either is surely off, and a
-// right one passes both.
+// right one passes both. A tentative reference (Reading.Tentative) refuses
+// no one: the offset is reported, and the generator warns of it.
 func (h *Holder) judge(ctx context.Context, s *session, c Claim, g *Grant, off ClockOffset, rtt time.Duration, timeout time.Duration) (ClockOffset, error) {
 	id := g.ID
-	if off.Past() {
+	if off.Past() && !off.Tentative {
 		return off, h.refuse(ctx, s, c, id, off, timeout)
 	}
 	if off.Against == "" || off.Bound < 0 || rtt <= off.Bound/2 {
@@ -130,7 +131,7 @@ func (h *Holder) judge(ctx context.Context, s *session, c Claim, g *Grant, off C
 		g.After = g2.After
 	}
 	again := h.measure(g2.Clock, c.Now, time.Since(sent))
-	if again.Past() {
+	if again.Past() && !again.Tentative {
 		return again, h.refuse(ctx, s, c, id, again, timeout)
 	}
 	if again.Against == "" || again.Within > off.Within {

@@ -133,6 +133,12 @@ type Reading struct {
 	// by its lease). The Holder adds half the call's round trip, since it
 	// does not know the instant.
 	Within time.Duration
+	// Tentative says that the reference may itself be off: too few of its
+	// sources agree on it (on etcd, fewer than three live holders' clocks,
+	// and a majority of those read, within the bound of one another). The
+	// Holder measures its clock against it and reports the offset, but
+	// refuses no clock for it.
+	Tentative bool
 }
 
 // Limits are what a [Store] imposes on the common options, stated the same

@@ -80,7 +80,7 @@ func (s *store) claim(ctx context.Context, c machineid.Claim, h *holding) (machi
 		}
 		if tr.Succeeded {
 			h.mark = until
-			g := machineid.Grant{ID: id, Clock: s.fleetClock(ctx, c.Token, clocks)}
+			g := machineid.Grant{ID: id, Clock: s.fleetClock(ctx, c, clocks)}
 			if until > 0 {
 				g.Until = time.Unix(0, until)
 			}

@@ -39,11 +39,25 @@ import (
 // clock goes unchecked, as the first holder's does.
 //
 // The median of a few such estimates stands for the fleet's clock, with an
-// uncertainty of half a second plus the call's round trip; one holder whose
-// clock is off, or whose record lags a failed write, does not move it.
+// uncertainty of half a second plus the call's round trip. It decides who
+// is refused only where the fleet agrees on it: at least agreeing (3) of
+// the estimates, and more than half of those read, lie within the clock
+// bound plus a second (the two estimates' uncertainty) of the median.
+// Otherwise the reading is tentative (machineid.Reading.Tentative): the
+// Holder measures against it and reports the offset, but refuses no clock.
+// So one holder's clock, or two, can get no one refused: with fewer than
+// half the estimates off, the median lies between the clocks of the rest;
+// with one or two read, nothing is refused; and three that include one or
+// two far off do not agree. A refusal needs three holders' clocks, more
+// than half of those read, within the bound and a second of the median.
 
-// records is how many of the other holders' records a reading takes.
-const records = 3
+// records is how many of the other holders' records a reading takes: five,
+// so that one or two clocks off leave three that agree.
+const records = 5
+
+// agreeing is how many estimates must agree on the median for it to
+// decide who is refused.
+const agreeing = 3
 
 // clockKey is the key of token's record.
 func (s *store) clockKey(token string) string { return s.prefix + "clock/" + token }
@@ -86,11 +100,12 @@ func termOf(h *etcdserverpb.ResponseHeader) uint64 {
 }
 
 // fleetClock estimates the live holders' clocks from kvs, their records,
-// leaving token's own out: the median of up to records estimates, each a
-// record aged by how long ago its lease was kept alive. It reads nothing
-// without another holder's record, or if etcd does not answer.
-func (s *store) fleetClock(ctx context.Context, token string, kvs []*mvccpb.KeyValue) machineid.Reading {
-	own := s.clockKey(token)
+// leaving c.Token's own out: the median of up to records estimates, each a
+// record aged by how long ago its lease was kept alive, tentative unless
+// the estimates agree on it (see above) within c.MaxOffset. It reads
+// nothing without another holder's record, or if etcd does not answer.
+func (s *store) fleetClock(ctx context.Context, c machineid.Claim, kvs []*mvccpb.KeyValue) machineid.Reading {
+	own := s.clockKey(c.Token)
 	var recs []*mvccpb.KeyValue
 	for _, kv := range kvs {
 		if string(kv.Key) != own && kv.Lease != 0 && len(recs) < records {
@@ -123,10 +138,24 @@ func (s *store) fleetClock(ctx context.Context, token string, kvs []*mvccpb.KeyV
 		source = "the one live holder's clock"
 	}
 	return machineid.Reading{
-		Source: source,
-		Time:   mid,
-		Within: time.Second / 2,
+		Source:    source,
+		Time:      mid,
+		Within:    time.Second / 2,
+		Tentative: !agreed(est, mid, c.MaxOffset),
 	}
+}
+
+// agreed reports whether the estimates est agree on their median mid, for
+// a clock bound of bound: at least agreeing of them, and more than half,
+// lie within bound plus a second (each estimate's ±½ s) of it.
+func agreed(est []time.Time, mid time.Time, bound time.Duration) bool {
+	n := 0
+	for _, e := range est {
+		if d := e.Sub(mid); d.Abs() <= max(bound, 0)+time.Second {
+			n++
+		}
+	}
+	return n >= agreeing && 2*n > len(est)
 }
 
 // briefly bounds the calls that read holders' clocks or leases to half of

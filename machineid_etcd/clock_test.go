@@ -3,6 +3,7 @@ package machineid_etcd_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,4 +145,104 @@ func TestFleetClockAfterLeaderChange(t *testing.T) {
 	if c.Against != "" {
 		assert.InDelta(t, 0, c.By, float64(c.Within), "a right clock: %v", c)
 	}
+}
+
+// shifted is a clock that reads off ahead of the true time, and can step.
+type shifted struct{ off atomic.Int64 }
+
+func (s *shifted) now() time.Time { return time.Now().Add(time.Duration(s.off.Load())) }
+
+// generator makes a generator over a new Holder on e whose clock reads off
+// ahead of the true time, and fails the test if New fails. It returns the
+// generator and its clock, which the test may step.
+func generator(t *testing.T, e *etcdtest.Cluster, off time.Duration, opts ...machineid.Option) (*ringflake.Generator, *shifted) {
+	t.Helper()
+	clk := &shifted{}
+	clk.off.Store(int64(off))
+	l := newHolder(t, newClient(t, e.Endpoints()), opts...)
+	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l), ringflake.WithClock(clk.now))
+	require.NoError(t, err, "New of a holder %v ahead", off)
+	t.Cleanup(func() { _ = g.Close() })
+	return g, clk
+}
+
+// awaitClock waits, for at most 10 s, until g's lease reports a clock
+// offset that ok accepts, and returns it.
+func awaitClock(t *testing.T, g *ringflake.Generator, what string, ok func(machineid.ClockOffset) bool) machineid.ClockOffset {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c := g.Lease().Clock
+		if ok(c) {
+			return c
+		}
+		require.True(t, time.Now().Before(deadline), "%s: the lease's clock is still %v", what, c)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leftFleet says that a holder's clock has left the fleet's: past the
+// bound against a reference three live holders' clocks agree on.
+func leftFleet(c machineid.ClockOffset) bool { return c.Past() && !c.Tentative }
+
+// TestFirstClockAheadRefusesNoOne (issue 36): the first holder's clock is
+// 6 s ahead, so it is the fleet's clock until others join. Newcomers on the
+// true clock are admitted, their offset from it reported as tentative, not
+// refused ("6.169s behind the one live holder's clock", before). Once three
+// of them hold, the fleet's clock is theirs: the holder 6 s ahead reports
+// its clock as past the bound against it, not tentative, and a newcomer 30 s
+// ahead is refused against the three that agree.
+func TestFirstClockAheadRefusesNoOne(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	rng := machineid.WithRange(0, 7)
+	ahead, _ := generator(t, e, 6*time.Second, rng)
+	for i := range 3 {
+		g, _ := generator(t, e, 0, rng)
+		c := g.Lease().Clock
+		t.Logf("newcomer %d on the true clock: %v", i+1, c)
+		if i == 0 {
+			assert.True(t, c.Past() && c.Tentative, "against the one holder 6 s ahead: past it, tentatively: %v", c)
+			assert.Equal(t, "the one live holder's clock", c.Against)
+		}
+		assert.False(t, leftFleet(c), "a newcomer on the true clock has not left the fleet's: %v", c)
+	}
+	c := awaitClock(t, ahead, "the holder 6 s ahead", leftFleet)
+	assert.InDelta(t, 6*time.Second, c.By, float64(c.Within+100*time.Millisecond), "%v", c)
+	t.Logf("the holder 6 s ahead: %v", c)
+
+	l := newHolder(t, newClient(t, e.Endpoints()), rng)
+	far := func() time.Time { return time.Now().Add(30 * time.Second) }
+	_, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l), ringflake.WithClock(far))
+	require.ErrorIs(t, err, machineid.ErrClockOffset, "a newcomer 30 s ahead, against three clocks that agree")
+	var ce *machineid.ClockOffsetError
+	require.ErrorAs(t, err, &ce)
+	assert.False(t, ce.Tentative)
+	assert.InDelta(t, 30*time.Second, ce.By, float64(ce.Within+100*time.Millisecond), "%v", ce.ClockOffset)
+}
+
+// TestHolderSteppingAheadRefusesNoOne (issue 36): of two holders on the
+// true clock, one steps 8 s ahead. Three newcomers on the true clock are
+// admitted (before, each was refused as "4.48s behind the median of 2"),
+// and once they hold, the holder that stepped reports its clock as past the
+// bound against the fleet's, not tentative.
+func TestHolderSteppingAheadRefusesNoOne(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	rng := machineid.WithRange(0, 7)
+	stepper, clk := generator(t, e, 0, rng)
+	right, _ := generator(t, e, 0, rng)
+	clk.off.Store(int64(8 * time.Second))
+	c := awaitClock(t, right, "the holder on the true clock, once the other's record says 8 s ahead",
+		func(c machineid.ClockOffset) bool { return c.By < -6*time.Second })
+	assert.True(t, c.Tentative, "one other holder is no fleet: %v", c)
+	for i := range 3 {
+		g, _ := generator(t, e, 0, rng)
+		c := g.Lease().Clock
+		t.Logf("newcomer %d on the true clock: %v", i+1, c)
+		assert.False(t, leftFleet(c), "a newcomer on the true clock has not left the fleet's: %v", c)
+	}
+	c = awaitClock(t, stepper, "the holder that stepped 8 s ahead", leftFleet)
+	assert.InDelta(t, 8*time.Second, c.By, float64(c.Within+100*time.Millisecond), "%v", c)
+	t.Logf("the holder that stepped: %v", c)
 }

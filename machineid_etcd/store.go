@@ -159,7 +159,7 @@ func (s *store) Renew(ctx context.Context, c machineid.Claim, id int64) (_ machi
 	}
 	h.mark = mark
 	clocks := tr.Responses[2].GetResponseRange().Kvs
-	return machineid.Grant{ID: id, Until: time.Unix(0, mark), Clock: s.fleetClock(ctx, c.Token, clocks)}, nil
+	return machineid.Grant{ID: id, Until: time.Unix(0, mark), Clock: s.fleetClock(ctx, c, clocks)}, nil
 }
 
 // Release lowers id's mark to issued and deletes its owner key, if the key

@@ -3,9 +3,11 @@ package machineid_postgres_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -85,24 +87,36 @@ func TestExpiryByDatabaseClock(t *testing.T) {
 }
 
 // TestLossReportedWhenServerStops stops the database under a holder: the
-// loss must be reported, with the database's error as its cause, before
-// the row can expire; and the holder must get its ID back once the database
-// is up again.
+// loss must be reported, from the Holder's deadline, with the failed
+// renewal as its cause; the holder must get its ID back once the database
+// is up again. What is timed is the Holder's deadline, not the watcher's
+// receipt of the loss, which a loaded machine delays past the row's expiry
+// with nothing wrong: the deadline is the sending of the last call the
+// database answered plus TTL − margin at the latest (the Holder sets it
+// from its own send time, read before the call reaches the DB the test
+// gives it), and it must come before the row expires by the database's
+// clock, which a newcomer's take waits for.
 func TestLossReportedWhenServerStops(t *testing.T) {
 	t.Parallel()
 	srv, pool := startDB(t)
 	logExpiries(t, pool)
-	l := newLeaser(t, pool)
+	const margin = ttl / 5
+	db := &sendLog{DB: pool}
+	l := newLeaser(t, db, machineid.WithSafetyMargin(margin))
 	rec := watch(t, l)
 	id, err := l.MachineID(ctxT(t))
 	require.NoError(t, err)
 	first, i := rec.await(t, 0, ttl, "the lease", held)
+	rec.await(t, i+1, ttl, "a renewal", held)
 
 	srv.Stop()
 	stopped := time.Now()
 	lost, i := rec.await(t, i, 2*ttl, "the lease lost", notHeld)
 	assert.ErrorIs(t, lost.Err, machineid.ErrLeaseLost, "the cause is the lease running out")
+	assert.ErrorContains(t, lost.Err, "was confirmed within TTL", "the loss is the deadline's")
 	assert.ErrorContains(t, lost.Err, "renewing machine ID", "the cause wraps the failed renewal")
+	sent := db.lastAnswered()
+	require.False(t, sent.IsZero(), "the database answered the take and a renewal")
 	srv.Start()
 	back, _ := rec.await(t, i, 2*ttl, "the lease back", held)
 	assert.Equal(t, id, back.ID, "the holder gets its own ID back")
@@ -110,7 +124,48 @@ func TestLossReportedWhenServerStops(t *testing.T) {
 
 	var expires time.Time
 	require.NoError(t, pool.QueryRow(ctxT(t), `SELECT max(expires_at) FROM expiries WHERE logged_at < $1`, stopped).Scan(&expires))
-	assert.True(t, lost.at.Before(expires), "the loss was reported at %v, after the row expired at %v by the database's clock", lost.at, expires)
+	deadline := sent.Round(0).Add(ttl - margin)
+	assert.True(t, deadline.Before(expires), "the Holder's deadline, at most %v (the last answered call, sent at %v, + TTL − margin), is not before the row expired at %v by the database's clock", deadline, sent, expires)
+}
+
+// sendLog is a DB that notes when each query of a take or renewal was sent
+// and whether the database answered it.
+type sendLog struct {
+	mp.DB
+	mu   sync.Mutex
+	last time.Time // the sending of the latest query answered
+}
+
+func (d *sendLog) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return answered{d.DB.QueryRow(ctx, sql, args...), d, time.Now()}
+}
+
+// lastAnswered returns when the latest query the database answered was
+// sent.
+func (d *sendLog) lastAnswered() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.last
+}
+
+// answered is a row of sendLog's, which notes its query's sending once it
+// scans without error.
+type answered struct {
+	pgx.Row
+	d    *sendLog
+	sent time.Time
+}
+
+func (r answered) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if err == nil {
+		r.d.mu.Lock()
+		if r.sent.After(r.d.last) {
+			r.d.last = r.sent
+		}
+		r.d.mu.Unlock()
+	}
+	return err
 }
 
 // logExpiries makes the database log every expires_at it writes to the

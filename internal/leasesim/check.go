@@ -49,6 +49,8 @@ type holding struct {
 
 	read  time.Time     // the store's clock in its latest grant or renewal (Grant.Clock)
 	floor time.Duration // the Floor of the store's RestartError for its claims; 0 for a store with none
+
+	granted, confirmed int64 // the checker's sequence numbers of its grant and of the store's latest write for it
 }
 
 // checker holds a world to the invariants. The store calls it as it acts,
@@ -58,6 +60,7 @@ type checker struct {
 	w *world
 
 	mu      sync.Mutex // protects the fields below
+	seq     int64      // the store's grants and writes for holdings, counted
 	print   uint64     // a fingerprint of the IDs in the order they were recorded
 	ids     map[ringflake.ID]*incarnation
 	byID    map[int64][]*holding // every holding of each machine ID, oldest first
@@ -125,7 +128,8 @@ func (k *checker) add(inc *incarnation) {
 func (k *checker) grant(inc *incarnation, id int64, token string, after time.Time, epoch int) *holding {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	h := &holding{inc: inc, id: id, token: token, after: after, epoch: epoch, first: -1, last: -1}
+	k.seq++
+	h := &holding{inc: inc, id: id, token: token, after: after, epoch: epoch, first: -1, last: -1, granted: k.seq, confirmed: k.seq}
 	for _, o := range k.byID[id] {
 		// The store's third promise: what it recorded for the ID before
 		// is inherited, or what a release brought it down to. A store
@@ -151,11 +155,14 @@ func (k *checker) grant(inc *incarnation, id int64, token string, after time.Tim
 		if !l.Held || l.ID != id {
 			continue
 		}
-		if rep := k.reported(o, id, l.After); rep != nil && rep.epoch != epoch {
+		if rep := k.reported(o, id, l.After); rep != nil && (rep.epoch != epoch || k.w.p.jumps) {
 			// A holding the store last wrote before it restarted, which
 			// its Holder rides out (machineid, ride.go): it issues at most
 			// to l.Until, which the restart floor puts at or below every
-			// mark a take inherits from then on.
+			// mark a take inherits from then on. Or one whose lease ran
+			// out early in the store, its clock stepped forward (within
+			// the bound, which its docs allow): the newcomer inherits the
+			// mark the store recorded for it, l.Until or later.
 			if k.w.tickOf(after) < k.w.tickOf(l.Until) {
 				k.failLocked(invExclusive, "the store granted machine ID %d to %s, inheriting %s, while %s still reported it held up to %s across a restart (after %s)",
 					id, inc, k.w.at(after), o, k.w.at(l.Until), k.w.at(l.After))
@@ -217,9 +224,31 @@ func (k *checker) recorded(h *holding, until time.Time, epoch int, read time.Tim
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for _, o := range k.byID[h.id] {
+		// The store's first promise: once it granted the ID to another
+		// holding, the lease this one had is gone, and no renewal or take
+		// of its token confirms it again (issue 36: a lease an older
+		// snapshot brought back, renewed, or taken again with its old
+		// After, after a newcomer took the ID on a run that forgot it).
+		if o != h && o.granted > h.confirmed {
+			k.failLocked(invExclusive, "the store confirmed %s's holding of machine ID %d (after %s) again after it granted the ID to %s (after %s)",
+				h.inc, h.id, k.w.at(h.after), o.inc, k.w.at(o.after))
+			break
+		}
+	}
+	k.seq++
+	h.confirmed = k.seq
 	h.until = later(h.until, until)
+	if epoch != h.epoch {
+		h.read = time.Time{}
+	}
 	h.epoch = epoch
-	h.read, h.floor = read, floor
+	// The latest reading, or an earlier one if later: the Holder keeps a
+	// take's reading over its raise's, and a store's clock that stepped
+	// back between them reads less in the raise; a later instance's floor
+	// is past the furthest reading of every earlier one, since its clock
+	// never steps back across a restart.
+	h.read, h.floor = later(h.read, read), floor
 }
 
 // released notes the release of h, which left its mark at mark; lowered
@@ -340,6 +369,8 @@ func (k *checker) refused(inc *incarnation, j judged, ce *machineid.ClockOffsetE
 	switch by := j.off - j.ref; {
 	case !j.read:
 		k.fail(invRefused, "%s was refused for its clock with no reading of the store's to judge it by: %v", inc, ce)
+	case j.weak:
+		k.fail(invRefused, "%s was refused for its clock against %s, a reference too few records agree on (tentative): %v", inc, j.source, ce)
 	case b >= 0 && !j.moved && by.Abs() <= b-quantum:
 		k.fail(invRefused, "%s was refused for its clock, %v off %s, which stands for a reference %v off the true time, where its clock was %v off: within the bound %v: %v",
 			inc, ce.By, j.source, j.ref, j.off, b, ce)

@@ -185,6 +185,9 @@ type judged struct {
 	off    time.Duration
 	source string
 	moved  bool // the caller's clock stepped or paused while the take ran: off may not be what it read
+	// weak: too few of the records agree on the reading's reference (etcd),
+	// which is then tentative and may refuse no clock
+	weak bool
 }
 
 // lastJudged returns what the latest take whose answer reached the Holder

@@ -20,12 +20,20 @@
 //     Redis's floor once had, steps forward, also past the bound; pauses
 //     longer than the TTL, in a clock reading;
 //   - the store's clock at a rate that differs from the holders' within the
-//     safety margin;
+//     safety margin; Redis's own clock, in half its worlds with a clock
+//     bound, jumping forward (up to twice the bound and a second ahead of
+//     the true time) and stepping back (by up to the bound in all from the
+//     furthest it read), while it runs and across a restart, as R3 of
+//     docs/leases.md allows (a lease's expiry is an absolute time on it: a
+//     step forward ends leases early);
 //   - store calls: delays, a loss before the store acts or of its answer
 //     after (an unknown outcome), calls stuck past their context;
 //   - store restarts, which forget what that kind of store forgets (Redis:
-//     everything, or everything since its latest snapshot, as with RDB
-//     persistence), or, on etcd, leader changes, now and then a few close
+//     everything, or everything since a snapshot, as with RDB persistence:
+//     the latest, or, in half its worlds with restarts, any one it saved,
+//     old dumps kept across restarts that forget, now and then restored
+//     soon after another restart, within a TTL of leases in them), or, on
+//     etcd, leader changes, now and then a few close
 //     together, each a new raft term that keeps every lease alive anew;
 //     stale reads where the kind allows them; partitions; a host that goes
 //     down with the store and comes back about the window later; clocks
@@ -56,14 +64,21 @@
 // runs in every Redis world, through double restarts, rollbacks and
 // holders cut off past their deadline. A ride issues no tick past the mark
 // the store confirmed for its holding, as every holding: past-mark holds
-// it to that.
+// it to that. Each lease carries the run id of the server that granted or
+// last confirmed it, one per restart, which a snapshot keeps; a lease of
+// the token's that another run recorded (a snapshot restored) is void, as
+// in machineid_redis since issue 36: a renewal deletes it and answers a
+// RestartError, a take deletes it and goes on as a new one, with the
+// restart floor.
 //
 // etcd's reference clock is the fleet's, modelled as machineid_etcd keeps
 // it (fleet.go): each renewal records its holder's clock on the token's
 // etcd lease, with the raft term its keep-alive was answered in; a reader
-// ages up to three other records by their leases' TTL left, in whole
+// ages up to five other records by their leases' TTL left, in whole
 // seconds, leaves out a record of another term, and takes the median,
-// within half a second. Every other kind reads its own clock, the true
+// within half a second, tentative (refusing no clock) unless at least
+// three of them, and more than half, agree on it within the bound and a
+// second. Every other kind reads its own clock, the true
 // time (Kubernetes in whole seconds).
 //
 // A seed replays: the process runs with one P and no asynchronous
@@ -83,10 +98,10 @@
 // the clock check off keeps every clock at most the margin ahead
 // (docs/machineid_redis.md: the floor "then covers a lost mark only if its
 // holder's clock was at most the margin ahead"); no store's own clock steps
-// back across a restart ("assumes that the clock after a restart is not
-// behind the clock before it"); no Redis failover loses writes
-// ("Replication is asynchronous ...: another process can take the same ID
-// at once"). Everywhere else the invariants hold whatever the clocks do.
+// back by more than the bound in all before a restart (R3 in
+// docs/leases.md: Redis's clock never reads more than the bound behind the
+// furthest it read); no Redis failover loses writes ("Replication is
+// asynchronous ...: another process can take the same ID at once"). Everywhere else the invariants hold whatever the clocks do.
 //
 // A checker fed by the issuers and by the store as it writes holds the world
 // to its invariants at every step (check.go): unique IDs; on one machine ID,
@@ -94,10 +109,12 @@
 // a holding's inherited mark, nor past the mark the store recorded for it,
 // nor past the mark its release left; a holding's confirmed mark never goes
 // back; the store never grants an ID that another generator still reports
-// held, nor, across a restart, one whose inherited mark is below the Until
-// of a holding another generator still reports (a ride); no call waits
-// past its bound; an open generator never sees its
-// lease released; calls fail with the package's errors only; a take never
+// held, nor, across a restart or a lease Redis's clock ended early, one
+// whose inherited mark is below the Until of a holding another generator
+// still reports (a ride), nor confirms a holding again once it granted the
+// ID to another since it last did (a lease a snapshot revived); no call
+// waits past its bound; an open generator never sees its lease released;
+// calls fail with the package's errors only; a take never
 // refuses a clock within the bound of the reference its store's reading
 // stands for (the true time, or on etcd the median of the offsets of the
 // records it read: each the clock recorded less the store's time at the
@@ -105,7 +122,9 @@
 // the Holder refuses only where |By| − Within passes the bound, so such a
 // refusal is a reading that strayed past its Within, as etcd's fleet clock
 // did for a renewal period after a leader change before D4 of issue 28
-// (a clock that stepped or paused while its take ran is not checked); and
+// (a clock that stepped or paused while its take ran is not checked), or
+// one whose records do not agree, which must be tentative (before issue
+// 36 one holder's record, or two, decided); and
 // a holding that must ride out a Redis restart issues while the ride
 // covers it (ride-live): a call of its generator that begins at or after
 // the answer, at a, returns IDs within
@@ -122,12 +141,15 @@
 // every clock is set right, and the processes stop coming and going; from
 // then on, within
 //
-//	6·TTL + max(A, S + 2 s) + 2 s
+//	6·TTL + max(A, S + 2 s) + 2 s + J
 //
 // every live process issues again (or, if the range has fewer IDs than
 // there are processes, as many as it has IDs), where A is how far ahead of
 // the true time the furthest clock read before the heal and S, on Redis,
-// the mark slack of its restart floor (0 elsewhere). The terms: calls in
+// the mark slack of its restart floor (0 elsewhere), and J, where Redis's
+// clock steps, twice the bound (its floor and marks lie up to the bound
+// later in true time, and a lease granted before it stepped back lasts up
+// to the bound longer). The terms: calls in
 // flight and pauses end, and leases left by crashed processes run out in
 // the store (at its slowest rate), within 6·TTL; the mark an ID inherits,
 // set by a clock A ahead, or Redis's floor, is passed within max(A, S +

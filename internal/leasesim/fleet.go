@@ -14,12 +14,15 @@ import (
 // has an etcd lease, kept alive by every take and renewal it makes; each
 // renewal records the holder's clock (Claim.Now) in a record attached to
 // that lease, with the raft term its keep-alive was answered in. A reader
-// takes up to three other tokens' records, the first by key (a random
+// takes up to five other tokens' records, the first by key (a random
 // order: keys are tokens), and ages each by how long ago its lease was
 // kept alive, which etcd's TimeToLive says in whole seconds (GrantedTTL
 // less the TTL left, less half a second, at least 0), leaving out a record
 // whose term is not the current one; the median of the estimates is the
-// reading, within half a second. A leader change (a restart of the kind)
+// reading, within half a second, tentative (it refuses no clock) unless at
+// least three of the estimates, and more than half, lie within the clock
+// bound and a second of it (issue 36: one holder's clock, or two, decided
+// who was refused). A leader change (a restart of the kind)
 // starts a new term and keeps every lease alive anew: a record of the old
 // term would look as young as the change, and a reader that aged it so
 // (the mutant fleet-no-term, machineid_etcd before D4 of issue 28) would
@@ -92,11 +95,14 @@ func (s *server) leaderChange() {
 	}
 }
 
-// fleetReading is the reading a take or renewal by token gets: the median
-// of up to three other holders' records, aged, and the reference it
-// estimates (the median of their refs); ok is false when it read none.
-// The caller holds mu.
-func (s *server) fleetReading(token string) (machineid.Reading, time.Duration, bool) {
+// fleetReading is the reading a take or renewal by token, with the clock
+// bound bound, gets: the median of up to five other holders' records, aged,
+// tentative unless at least three of them, and more than half, agree on it
+// within the bound and a second, and the reference it estimates (the
+// median of their refs), and whether the records agree on it (weak if
+// not: the reading is then tentative, unless the mutant fleet-one-decides
+// is on). It reads nothing when there is no record. The caller holds mu.
+func (s *server) fleetReading(token string, bound time.Duration) (r machineid.Reading, ref time.Duration, weak bool) {
 	recs := make([]*clockRec, 0, len(s.clocks))
 	toks := make(map[*clockRec]string, len(s.clocks))
 	for t, r := range s.clocks {
@@ -128,12 +134,37 @@ func (s *server) fleetReading(token string) (machineid.Reading, time.Duration, b
 	if len(est) == 1 {
 		source = "the one live holder's clock"
 	}
-	return machineid.Reading{Source: source, Time: medianTime(est), Within: time.Second / 2}, medianDur(refs), true
+	mid := medianTime(est)
+	weak = !agreed(est, mid, bound)
+	tentative := weak && !s.w.mutantOn(fleetOneDecidesName)
+	return machineid.Reading{Source: source, Time: mid, Within: time.Second / 2, Tentative: tentative}, medianDur(refs), weak
 }
 
-// records is how many other holders' records a reading takes, as in
-// machineid_etcd.
-const records = 3
+// records is how many other holders' records a reading takes, and
+// agreeing how many must agree on their median for it to refuse a clock,
+// as in machineid_etcd.
+const (
+	records  = 5
+	agreeing = 3
+)
+
+// fleetOneDecidesName is the mutant whose fleet clock is never tentative,
+// as machineid_etcd's was before issue 36: one holder's record, or two,
+// decides who is refused.
+const fleetOneDecidesName = "fleet-one-decides"
+
+// agreed reports whether the estimates est agree on their median mid, as
+// machineid_etcd's agreed does: at least agreeing of them, and more than
+// half, within bound plus a second of it.
+func agreed(est []time.Time, mid time.Time, bound time.Duration) bool {
+	n := 0
+	for _, e := range est {
+		if e.Sub(mid).Abs() <= max(bound, 0)+time.Second {
+			n++
+		}
+	}
+	return n >= agreeing && 2*n > len(est)
+}
 
 // aged returns r's holder's clock now as machineid_etcd's aged estimates
 // it, or false if it leaves r out: a record of another term than the

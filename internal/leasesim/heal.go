@@ -48,7 +48,14 @@ func (w *world) liveBound() time.Duration {
 	if w.p.kind.forgets {
 		floor = 2*w.slack() + 2*time.Second
 	}
-	return 6*w.p.ttl + max(ahead, floor) + 2*time.Second
+	jumps := time.Duration(0)
+	if w.p.jumps {
+		// Redis's clock may have read up to jumpsAhead ahead, so its
+		// floor and marks lie that much later in true time, and a lease
+		// granted before a step back lasts up to the bound longer.
+		jumps = jumpsAhead(w.p.bound) + w.p.bound
+	}
+	return 6*w.p.ttl + max(ahead, floor) + 2*time.Second + jumps
 }
 
 // heal stops every fault and sets every clock right.
@@ -59,6 +66,9 @@ func (w *world) heal() {
 	w.chk.mu.Unlock()
 	w.healedFlag.Store(true)
 	close(w.healed)
+	if w.p.jumps {
+		w.srv.healClock()
+	}
 	for _, p := range w.procs {
 		p.cut.Store(0)
 		p.clk.pause.Store(0)

@@ -28,8 +28,10 @@ type server struct {
 	hist      [][]record    // by machine ID, the latest versions, for stale reads
 	version   int64         // the latest version written
 	epoch     int           // restarts that forgot something so far
-	snap      []record      // the latest snapshot, for a restart that rolls back to it; nil for none
-	snapAt    time.Time     // when it was taken, in virtual time
+	run       int           // kind.forgets: the run id of the server process, one more at each restart
+	snaps     []snapshot    // the snapshots a restart may roll back to, oldest first
+	skew      time.Duration // kind.forgets: how far the store's clock reads ahead of the true time (params.jumps)
+	high      time.Time     // the furthest the store's wall clock had read at its latest step
 	restarted time.Duration // when the instance started, on the store's wall clock, since the world's base
 	marker    time.Time     // kind.forgets: the instance's clock at the first take or renewal it served; zero before
 	down      bool
@@ -49,6 +51,14 @@ type record struct {
 	hold    *holding  // the checker's view of token's holding; nil when free
 	owner   *client   // kind.lock: the process whose lock holds it
 	synced  time.Time // kind.lock: the mark as last synced to the disk
+	run     int       // kind.forgets: the run id of the server process that granted the lease
+}
+
+// snapshot is one RDB snapshot: the records as the server saved them, with
+// the run ids they were written by, as a dump keeps what was written.
+type snapshot struct {
+	recs []record
+	at   time.Time // when it was taken, in virtual time
 }
 
 // histDepth is how many versions of a record a stale read can go back.
@@ -69,9 +79,10 @@ func newServer(w *world) *server {
 }
 
 // clock reads the store's clock: time since the world began, at the
-// world's rate.
+// world's rate, plus the steps of Redis's clock (a key's expiry is an
+// absolute time on it, so a step forward ends leases early).
 func (s *server) clock() time.Duration {
-	return time.Duration(float64(time.Since(s.w.start)) * s.w.p.rate)
+	return time.Duration(float64(time.Since(s.w.start))*s.w.p.rate) + s.skew
 }
 
 // alive reports whether r is a lease the store still counts as held. An
@@ -133,13 +144,24 @@ func (s *server) take(cl *client, c machineid.Claim, stale time.Duration) (machi
 	for id := c.Lo; id <= c.Hi; id++ {
 		// The token's own lease, the trace of a take whose answer was
 		// lost, keeps the after recorded with it, as machineid_redis's
-		// mine does, without the restart floor. After a rollback to a
-		// snapshot that is safe too: a token's lease comes back alive only
-		// if its expiry in the snapshot is still ahead, and no one else
-		// could take the ID before the token's lease ran out, which is
-		// later still; the token is its own session's, whose generator's
-		// ring keeps its own ticks apart.
+		// mine does, without the restart floor: the same run of the
+		// server recorded it, and no one else could take the ID while it
+		// lasted; the token is its own session's, whose generator's ring
+		// keeps its own ticks apart. One that a rollback brought back is
+		// void (below): before issue 36 it was kept too (the mutant
+		// own-lease-no-floor), and a holding that had ridden out the
+		// restarts in between issued a newcomer's ticks with it.
 		if r := &s.recs[id]; r.token == c.Token && s.alive(r) {
+			if s.k.forgets && r.run != s.run && !s.w.mutantOn(ownLeaseNoFloorName) {
+				// A lease another run of the server recorded (a snapshot
+				// restored: issue 36) is void: the token's holding may
+				// have been ridden out and the ID taken since, on a run
+				// that this one forgot. It is deleted, and the take goes
+				// on as a new one, inheriting the restart floor, as
+				// machineid_redis's mine does.
+				s.void(id)
+				break
+			}
 			g, j := s.grant(cl, c, id, r.after, false)
 			return g, j, nil
 		}
@@ -209,15 +231,16 @@ func (s *server) grant(cl *client, c machineid.Claim, id int64, after time.Time,
 	r.mark = later(r.mark, s.capped(c.Until, c))
 	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
+	r.run = s.run
 	s.write(id, r)
-	read, ref := s.reading(c.Token)
+	read, ref, weak := s.reading(c)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch, read.Time, s.rideFloor(c))
 	what := "grants again"
 	if fresh {
 		what = "grants"
 	}
 	s.w.log.add(cl.p.name(), "store: %s machine ID %d to token %s: after %s, until %s", what, id, short(c.Token), s.w.at(r.after), s.w.at(r.mark))
-	j := judged{read: !read.Time.IsZero(), ref: ref, off: time.Duration(cl.p.clk.offset.Load()), source: read.Source}
+	j := judged{read: !read.Time.IsZero(), ref: ref, off: time.Duration(cl.p.clk.offset.Load()), source: read.Source, weak: weak}
 	return machineid.Grant{ID: id, After: r.after, Until: r.mark, Clock: read}, j
 }
 
@@ -235,6 +258,16 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 		s.keepAlive(c.Token, c.TTL)
 	}
 	r := s.recs[id]
+	// A lease of the token's that another run of the server recorded came
+	// back from a snapshot: the token's holding may have been ridden out
+	// meanwhile, on a run this one forgot, and its ID taken there, so it
+	// is void, deleted and answered as the restart it is (issue 36), as
+	// machineid_redis's renew does; unless the mutant renew-across-restart
+	// keeps it.
+	if s.k.forgets && r.token == c.Token && r.run != s.run && s.alive(&r) && !s.w.mutantOn(renewAcrossRestartName) {
+		s.void(id)
+		r = s.recs[id]
+	}
 	if r.token != c.Token || !s.alive(&r) {
 		if s.k.forgets && (!s.w.mutantOn(storeMutantName) || r.token == "") {
 			// No lease of the token's on the ID, none at all or another
@@ -244,7 +277,7 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 			// store confirmed for it. Another holder's lease is no
 			// reason not to: every take since that confirmation
 			// inherited at least that mark (machineid, ride.go).
-			re := s.restartError(c, id, s.alive(&r))
+			re := s.restartError(c, id, s.alive(&r) && r.token != c.Token)
 			rs := &restartAnswer{re: re, hold: s.w.chk.holdingOf(c.Token, id), inc: cl.incOf(c.Token)}
 			if s.w.mutantOn(noRestartErrorName) {
 				return machineid.Grant{}, rs, re.Err
@@ -261,14 +294,24 @@ func (s *server) renew(cl *client, c machineid.Claim, id int64) (machineid.Grant
 	r.mark = later(r.mark, s.capped(c.Until, c))
 	r.synced = r.mark
 	r.expires = s.clock() + c.TTL
-	s.write(id, r)
+	s.write(id, r) // the run id stays the take's, as in machineid_redis's OWNER hash
 	if s.k.fleet {
 		s.recordClock(c)
 	}
-	read, _ := s.reading(c.Token)
+	read, _, _ := s.reading(c)
 	s.w.chk.recorded(r.hold, r.mark, s.epoch, read.Time, s.rideFloor(c))
 	s.w.log.add(cl.p.name(), "store: renews machine ID %d for token %s: until %s", id, short(c.Token), s.w.at(r.mark))
 	return machineid.Grant{ID: id, Until: r.mark, Clock: read}, nil, nil
+}
+
+// void deletes id's lease, which another run of the server recorded (a
+// snapshot restored), keeping its mark, as machineid_redis deletes a void
+// lease. The caller holds mu.
+func (s *server) void(id int64) {
+	r := s.recs[id]
+	s.w.log.add("store", "machine ID %d: the lease of token %s is void, recorded by run %d (this is run %d)", id, short(r.token), r.run, s.run)
+	r.token, r.hold, r.after, r.owner = "", nil, time.Time{}, nil
+	s.write(id, r)
 }
 
 // start returns when the instance started, on the store's clock, as
@@ -371,24 +414,24 @@ func (s *server) release(cl *client, c machineid.Claim, id int64, issued time.Ti
 	return nil
 }
 
-// wall reads the store's wall clock: the true time. (Its rate is that of
-// clock, but over a world's 20 s the two part by less than a second.)
-func (s *server) wall() time.Time { return s.w.base.Add(time.Since(s.w.start)) }
+// wall reads the store's wall clock: the true time, plus the steps of
+// Redis's clock. (Its rate is that of clock, but over a world's 20 s the
+// two part by less than a second.)
+func (s *server) wall() time.Time { return s.w.base.Add(time.Since(s.w.start) + s.skew) }
 
 // reading is the store's reading of the reference clock a Holder checks
 // its own against, for a call by token, and that reference's offset from
 // the true time: a Kubernetes API server stamps its answers in whole
 // seconds; etcd's reference is the fleet's (fleet.go); every other store
 // reads its own clock, which is the true time.
-func (s *server) reading(token string) (machineid.Reading, time.Duration) {
+func (s *server) reading(c machineid.Claim) (machineid.Reading, time.Duration, bool) {
 	switch {
 	case s.k.fleet:
-		r, ref, _ := s.fleetReading(token)
-		return r, ref
+		return s.fleetReading(c.Token, c.MaxOffset)
 	case s.k.observed:
-		return machineid.Reading{Source: "the store's clock (whole seconds)", Time: s.wall().Truncate(time.Second), Within: time.Second}, 0
+		return machineid.Reading{Source: "the store's clock (whole seconds)", Time: s.wall().Truncate(time.Second), Within: time.Second}, 0, false
 	}
-	return machineid.Reading{Source: "the store's clock", Time: s.wall()}, 0
+	return machineid.Reading{Source: "the store's clock", Time: s.wall()}, s.skew, false
 }
 
 // window is how long after a restart the mutants window-floor and
@@ -458,9 +501,11 @@ func (s *server) floor(c machineid.Claim) time.Time {
 }
 
 // restart takes the store down for d and brings it back: having forgotten
-// everything, for a kind that forgets; with every live lease renewed for a
-// TTL, for a kind that extends them; as it was, otherwise.
-func (s *server) restart(d time.Duration, rollback bool) {
+// everything, for a kind that forgets, or, with rollback, rolled back to
+// the snapshot taken at snap (the latest, if none was), a new run of the
+// server; with every live lease renewed for a TTL, for a kind that extends
+// them; as it was, otherwise.
+func (s *server) restart(d time.Duration, rollback bool, snap time.Time) {
 	s.mu.Lock()
 	s.down = true
 	s.mu.Unlock()
@@ -478,12 +523,19 @@ func (s *server) restart(d time.Duration, rollback bool) {
 			s.write(int64(id), r)
 		}
 		s.w.log.add("store", "the host is back from a power loss; every mark is as last synced")
-	case s.k.forgets && rollback && s.snap != nil:
-		// Redis's default persistence: the RDB snapshot comes back, with
-		// every lease and mark in it; a lease's expiry is an absolute
-		// time, so one that ran out since is gone.
-		s.epoch++
-		s.recs = append([]record(nil), s.snap...)
+	case s.k.forgets && rollback && len(s.snaps) > 0:
+		// Redis's default persistence: an RDB snapshot comes back, with
+		// every lease and mark in it, and the run id that wrote each; a
+		// lease's expiry is an absolute time, so one that ran out since is
+		// gone.
+		s.newRun()
+		sn := s.snaps[len(s.snaps)-1]
+		for _, o := range s.snaps {
+			if o.at.Equal(snap) {
+				sn = o
+			}
+		}
+		s.recs = append([]record(nil), sn.recs...)
 		s.hist = make([][]record, len(s.hist))
 		for id := range s.recs {
 			if r := &s.recs[id]; r.token != "" && !s.alive(r) {
@@ -491,14 +543,16 @@ func (s *server) restart(d time.Duration, rollback bool) {
 			}
 		}
 		s.restarted, s.marker = s.wall().Sub(s.w.base), time.Time{} // the snapshot's marker is the old process's
-		s.w.log.add("store", "is back, rolled back to its snapshot of %.6fs", s.snapAt.Sub(s.w.start).Seconds())
+		s.w.log.add("store", "is back (run %d), rolled back to its snapshot of %.6fs", s.run, sn.at.Sub(s.w.start).Seconds())
 	case s.k.forgets:
-		s.epoch++
+		s.newRun()
 		s.recs = make([]record, len(s.recs))
 		s.hist = make([][]record, len(s.hist))
-		s.snap = nil // an instance that starts empty saves its own
+		if !s.w.p.anySnap {
+			s.snaps = nil // an instance that starts empty saves its own
+		}
 		s.restarted, s.marker = s.wall().Sub(s.w.base), time.Time{}
-		s.w.log.add("store", "is back, having forgotten every lease and mark")
+		s.w.log.add("store", "is back (run %d), having forgotten every lease and mark", s.run)
 	case s.k.extends:
 		for id := range s.recs {
 			if r := s.recs[id]; s.alive(&r) {
@@ -517,14 +571,100 @@ func (s *server) restart(d time.Duration, rollback bool) {
 }
 
 // snapshot saves the store's records, as Redis's RDB save does, for a
-// restart that rolls back to them.
+// restart that rolls back to them: the latest only, or, with
+// params.anySnap, every one, old dumps kept across restarts that forget.
 func (s *server) snapshot() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
 		return
 	}
-	s.snap, s.snapAt = append([]record(nil), s.recs...), time.Now()
+	if !s.w.p.anySnap {
+		s.snaps = s.snaps[:0]
+	}
+	s.snaps = append(s.snaps, snapshot{recs: append([]record(nil), s.recs...), at: time.Now()})
+}
+
+// pickSnapshot returns when the snapshot a rollback restores was taken:
+// with params.anySnap, the one x (in 0..1) picks among those kept;
+// otherwise the latest; the zero Time if there is none.
+func (s *server) pickSnapshot(x float64) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.snaps) == 0 {
+		return time.Time{}
+	}
+	if !s.w.p.anySnap {
+		return s.snaps[len(s.snaps)-1].at
+	}
+	return s.snaps[int(x*float64(len(s.snaps)))].at
+}
+
+// skewNow returns how far the store's clock reads ahead of the true time.
+func (s *server) skewNow() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.skew
+}
+
+// lastSnapshotBefore returns when the latest snapshot taken before t was
+// taken, or the zero Time (the latest) if none was.
+func (s *server) lastSnapshotBefore(t time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at time.Time
+	for _, sn := range s.snaps {
+		if sn.at.Before(t) {
+			at = sn.at
+		}
+	}
+	return at
+}
+
+// newRun starts a new run of the server, after a restart that forgets: a
+// new run id, a new epoch, and a clock at most the bound behind the
+// furthest it read before (R3 in docs/leases.md: Redis's clock may step
+// back by up to the bound in all, while it runs or across a restart; more
+// is outside the promise, so a step the clock has not made up for by then
+// is undone that far). The caller holds mu.
+func (s *server) newRun() {
+	s.epoch++
+	s.run++
+	if low := s.lowest(); s.wall().Before(low) && !s.w.isHealed() {
+		s.w.log.add("store", "its clock steps forward by %v as it restarts, to the bound behind the furthest it read before", low.Sub(s.wall()))
+		s.skew += low.Sub(s.wall())
+	}
+}
+
+// lowest is the earliest Redis's clock may read (R3): the bound behind the
+// furthest it has read. The caller holds mu.
+func (s *server) lowest() time.Time {
+	return later(s.high, s.wall()).Add(-max(s.w.p.bound, 0))
+}
+
+// stepClock steps Redis's clock to read skew ahead of the true time
+// (behind, if negative), as an NTP step or a VM's resume does while the
+// server runs: forward by any amount, back to no more than the bound
+// behind the furthest it has read.
+func (s *server) stepClock(skew time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w.isHealed() {
+		return // set right for good (healClock)
+	}
+	skew = max(skew, s.lowest().Sub(s.w.base.Add(time.Since(s.w.start))))
+	s.high = later(s.high, s.wall())
+	s.w.log.add("store", "its clock steps by %v, to %v off", skew-s.skew, skew)
+	s.skew = skew
+}
+
+// healClock sets Redis's clock right at the heal, for good: a step back
+// of any size, which no restart follows (one under way when the world
+// heals keeps the clock as it is), only keeps leases a while longer.
+func (s *server) healClock() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew, s.high = 0, time.Time{}
 }
 
 // later returns the later of a and b.

@@ -75,10 +75,14 @@ const (
 	OpClose = "close"
 	OpCrash = "crash"
 	// OpRestart: the store restarts, down for Dur, and comes back having
-	// forgotten everything, or with Rollback rolled back to its latest
-	// OpSnapshot (empty if none since it last forgot).
+	// forgotten everything, or with Rollback rolled back to the
+	// OpSnapshot taken at Snapshot, or if that is 0 its latest (empty if
+	// none since it last forgot).
 	OpRestart  = "restart"
 	OpSnapshot = "snapshot"
+	// OpStoreClock: the store's own clock steps to read Offset ahead of
+	// the true time (behind, if negative).
+	OpStoreClock = "store-clock"
 )
 
 // Event is one timed event of a Trace.
@@ -92,6 +96,7 @@ type Event struct {
 	Offset   int64  `json:"offset,omitempty"`
 	AfterNew bool   `json:"afterNew,omitempty"`
 	Rollback bool   `json:"rollback,omitempty"`
+	Snapshot int64  `json:"snapshot,omitempty"`
 }
 
 // Record runs the world of seed as Run does (inside a synctest bubble of
@@ -137,6 +142,15 @@ func (t *tracer) add(e Event) {
 	t.mu.Lock()
 	t.events = append(t.events, e)
 	t.mu.Unlock()
+}
+
+// since returns at as a trace's time, µs since the world began; 0 for the
+// zero Time (and for a nil tracer, which records nothing).
+func (t *tracer) since(at time.Time) int64 {
+	if t == nil || at.IsZero() {
+		return 0
+	}
+	return us(at.Sub(t.w.start))
 }
 
 // started records that inc's New, begun at began, got machine ID id within

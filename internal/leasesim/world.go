@@ -63,10 +63,12 @@ type world struct {
 // The mutants that live in the simulated store, not the engine: see
 // Mutants.
 const (
-	storeMutantName = "renew-no-token"
-	shortFloorName  = "short-floor"
-	windowFloorName = "window-floor"
-	uncappedName    = "uncapped"
+	storeMutantName        = "renew-no-token"
+	renewAcrossRestartName = "renew-across-restart"
+	ownLeaseNoFloorName    = "own-lease-no-floor"
+	shortFloorName         = "short-floor"
+	windowFloorName        = "window-floor"
+	uncappedName           = "uncapped"
 )
 
 // newWorld makes the world of seed. It must be called inside the bubble it
@@ -190,6 +192,9 @@ func (w *world) run() *Failure {
 	if w.p.restarts > 0 {
 		w.goRun(w.restarts)
 	}
+	if w.p.jumps {
+		w.goRun(w.storeClock)
+	}
 	t := time.NewTimer(w.delay(w.p.duration))
 	select {
 	case <-t.C:
@@ -255,6 +260,7 @@ func (w *world) sleep(d time.Duration) bool {
 // floor once had, then issues ticks of the time the restart forgot.
 func (w *world) restarts() {
 	r := rand.New(rand.NewPCG(w.seed, 300))
+	jr := rand.New(rand.NewPCG(w.seed, 700)) // the draws added for issue 36, apart
 	if w.p.kind.forgets {
 		w.goRun(w.snapshots)
 	}
@@ -264,8 +270,11 @@ func (w *world) restarts() {
 			continue
 		}
 		down, rollback := between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0
-		w.tr.add(Event{Op: OpRestart, Dur: us(down), Rollback: rollback})
-		w.srv.restart(down, rollback)
+		if w.p.anySnap && jr.IntN(2) == 0 {
+			w.moveBack(jr, down)
+		} else {
+			w.restartRedis(jr, down, rollback)
+		}
 		if w.p.kind.fleet {
 			// etcd: a restart is a leader change, and one leader change
 			// comes close after another now and then (a flapping leader),
@@ -273,7 +282,7 @@ func (w *world) restarts() {
 			for r.IntN(3) == 0 && w.sleepFault(between(r, 50*time.Millisecond, w.p.ttl/2)) && !w.isHealed() {
 				down := between(r, 10*time.Millisecond, 300*time.Millisecond)
 				w.tr.add(Event{Op: OpRestart, Dur: us(down)})
-				w.srv.restart(down, false)
+				w.srv.restart(down, false, time.Time{})
 			}
 		}
 		if !w.p.steps || r.IntN(2) == 0 {
@@ -307,6 +316,54 @@ func (w *world) restarts() {
 	}
 }
 
+// restartRedis restarts the store, down for d, rolling back to a snapshot
+// if rollback; before it, where Redis's clock steps, its clock may jump
+// forward within the bound (issue 36's second world: leases run out early,
+// and a newcomer may take an ID whose holder then rides the restart out).
+func (w *world) restartRedis(jr *rand.Rand, d time.Duration, rollback bool) {
+	var snap time.Time
+	if rollback {
+		snap = w.srv.pickSnapshot(jr.Float64())
+	}
+	if w.p.jumps && jr.IntN(2) == 0 {
+		w.stepStore(between(jr, w.srv.skewNow(), jumpsAhead(w.p.bound)))
+	}
+	w.tr.add(Event{Op: OpRestart, Dur: us(d), Rollback: rollback, Snapshot: w.tr.since(snap)})
+	w.srv.restart(d, rollback, snap)
+}
+
+// moveBack is issue 36's first world, for params.anySnap: Redis saves its
+// dump and restarts empty, down for d (up to 100 ms: a pod moved to an
+// empty node), and soon after, within TTL/4, from an older dump (moved
+// back to the node that holds it, or a backup restored): the one it saved
+// as it stopped, or any one kept; meanwhile one host is cut off from it,
+// from the first restart to just after the second, so that its holder may
+// come back to a lease the dump revived, which a newcomer took in between.
+func (w *world) moveBack(jr *rand.Rand, d time.Duration) {
+	// Redis saves its dump as it shuts down (SHUTDOWN's default with RDB
+	// persistence), the one the node keeps.
+	w.tr.add(Event{Op: OpSnapshot})
+	w.srv.snapshot()
+	before := time.Now().Add(1)
+	d = min(d, 100*time.Millisecond)
+	gap, d2 := between(jr, 50*time.Millisecond, w.p.ttl/4), between(jr, 10*time.Millisecond, 100*time.Millisecond)
+	p := w.procs[jr.IntN(len(w.procs))]
+	cut := d + gap + d2 + between(jr, 0, 50*time.Millisecond)
+	p.cut.Store(time.Now().Add(cut).UnixNano())
+	w.tr.add(Event{Op: OpCut, Proc: p.n, Dur: us(cut)})
+	w.log.add(p.name(), "cut off from the store for %v, while it moves and moves back", cut)
+	w.restartRedis(jr, d, false)
+	if !w.sleepFault(gap) || w.isHealed() {
+		return
+	}
+	snap := w.srv.pickSnapshot(jr.Float64())
+	if jr.IntN(2) == 0 {
+		snap = w.srv.lastSnapshotBefore(before)
+	}
+	w.tr.add(Event{Op: OpRestart, Dur: us(d2), Rollback: true, Snapshot: w.tr.since(snap)})
+	w.srv.restart(d2, true, snap)
+}
+
 // powerLoss is a restart of kind.lock's one host: every process dies at
 // once (its client reaches nothing more, and the kernel drops its locks),
 // the disk loses what was not synced, and the processes come back after
@@ -325,7 +382,7 @@ func (w *world) powerLoss(r *rand.Rand) {
 		default:
 		}
 	}
-	w.srv.restart(down, false)
+	w.srv.restart(down, false, time.Time{})
 }
 
 // snapshots saves the store's records now and then, for restarts that
@@ -336,6 +393,31 @@ func (w *world) snapshots() {
 		w.tr.add(Event{Op: OpSnapshot})
 		w.srv.snapshot()
 	}
+}
+
+// storeClock steps and jumps Redis's clock now and then while it runs
+// (params.jumps), as R3 of docs/leases.md allows: forward by any amount
+// (here up to jumpsAhead), and back by up to the bound in all from the
+// furthest it read, while it runs or across a restart (see
+// server.stepClock and newRun). The holders' clocks are checked against
+// it, and its marks, floor and leases' expiry are on it.
+func (w *world) storeClock() {
+	r := rand.New(rand.NewPCG(w.seed, 800))
+	for w.sleepFault(between(r, 300*time.Millisecond, 4*time.Second)) && !w.isHealed() {
+		w.stepStore(between(r, -w.p.bound, jumpsAhead(w.p.bound)))
+	}
+}
+
+// jumpsAhead is how far ahead of the true time Redis's clock jumps at
+// most, for a clock bound of bound: past the bound, which R3 allows
+// (newcomers are refused against it, and marks and floors lie further
+// ahead), by up to a second more than the bound again.
+func jumpsAhead(bound time.Duration) time.Duration { return 2*bound + time.Second }
+
+// stepStore steps Redis's clock to read skew ahead of the true time.
+func (w *world) stepStore(skew time.Duration) {
+	w.tr.add(Event{Op: OpStoreClock, Offset: us(skew)})
+	w.srv.stepClock(skew)
 }
 
 // stepBack is a step of a host's clock back to about a restart's time,
