@@ -142,24 +142,5 @@ func (l *leaseFlags) leaser(base, maxMachine int64, split bool, clock func() tim
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("%w: %w", errUsage, inContext(fmt.Sprintf("%s: lease %s", l.cmd, u.Redacted()), err))
 	}
-	return leaser, closeAfterRelease(leaser, done), u.Redacted(), nil
-}
-
-// closeAfterRelease returns close, which closes the store's client,
-// preceded by a release of l, waited for within startup.ReleaseTimeout. A
-// New that gives up on l while a store call runs (a paused server) releases
-// it in the background once the call returns; a command whose New failed
-// closed the client at once, and that release then failed on a closed
-// connection ("closed pool"), leaving the lease to run out. A Holder
-// answers a second Release with the first one's result, once it is in, or
-// releases itself what the first has not begun to, so every path that
-// closes the client (a failed New, a stop after Close, a failed listen)
-// waits here for the release, whatever the store.
-func closeAfterRelease(l machineid.Leaser, close func()) func() {
-	return func() {
-		deadline := time.NewTimer(startup.ReleaseTimeout)
-		defer deadline.Stop()
-		_ = startup.Within(func() error { return l.Release(time.Time{}) }, deadline.C) // its failure is New's, or Close's, to report
-		close()
-	}
+	return leaser, startup.CloseAfterRelease(leaser, done), u.Redacted(), nil
 }

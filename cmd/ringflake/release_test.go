@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringflake/ringflake"
+	"github.com/ringflake/ringflake/cmd/ringflake/internal/startup"
 	"github.com/ringflake/ringflake/machineid"
 )
 
@@ -55,7 +56,7 @@ func (s *pausedStore) close() {
 // TestClientClosedAfterRelease gives New a Holder over a paused store: New
 // gives up on it while its take waits, and leaves the release to run once
 // the take returns. The command's close of the store's client, made with
-// closeAfterRelease as every --lease store's is, must wait for that
+// startup.CloseAfterRelease as every --lease store's is, must wait for that
 // release: closed first, the release failed on a closed pool and the lease
 // was left to run out (issue 36; with close called directly the store sees
 // its release only after the close).
@@ -68,7 +69,7 @@ func TestClientClosedAfterRelease(t *testing.T) {
 	_, err = ringflake.New(ctx, ringflake.WithMachineIDSource(h))
 	require.Error(t, err, "New gives up on the paused store")
 	close(st.resume) // the server resumes: the take returns, and New's release follows in the background
-	closeAfterRelease(h, st.close)()
+	startup.CloseAfterRelease(h, st.close)()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	assert.True(t, st.closed)

@@ -212,3 +212,22 @@ func Within(f func() error, timeout <-chan time.Time) error {
 		return fmt.Errorf("no answer from the store within %v; the lease runs out after its TTL", ReleaseTimeout)
 	}
 }
+
+// CloseAfterRelease returns close, which closes the store's client,
+// preceded by a release of l, waited for within ReleaseTimeout. A
+// New that gives up on l while a store call runs (a paused server) releases
+// it in the background once the call returns; a command whose New failed
+// closed the client at once, and that release then failed on a closed
+// connection ("closed pool"), leaving the lease to run out. A Holder
+// answers a second Release with the first one's result, once it is in, or
+// releases itself what the first has not begun to, so every path that
+// closes the client (a failed New, a stop after Close, a failed listen)
+// waits here for the release, whatever the store.
+func CloseAfterRelease(l machineid.Leaser, close func()) func() {
+	return func() {
+		deadline := time.NewTimer(ReleaseTimeout)
+		defer deadline.Stop()
+		_ = Within(func() error { return l.Release(time.Time{}) }, deadline.C) // its failure is New's, or Close's, to report
+		close()
+	}
+}
