@@ -25,6 +25,7 @@ type holderConfig struct {
 	Store     string        // a key of stores
 	Target    string        // how to reach the store: an address, a DSN, a kubeconfig, a directory
 	Out       string        // the file the records are appended to
+	LeaseFile string        // the file the holder's lease is written to (status), on each change
 	ClockFile string        // the holder's clock offset, in ns, as decimal text
 	Mutant    string        // internal/mutant's name to switch on, "" for none
 	TTL       time.Duration // machineid.WithTTL
@@ -87,6 +88,10 @@ func holdOnce(ctx context.Context, cfg holderConfig, clock func() time.Time, out
 		return err
 	}
 	defer closeClient()
+	// Watched from before New, which waits for the lease's After.
+	unwatch := l.Watch(func(l machineid.Lease) { writeStatus(cfg.LeaseFile, l) })
+	defer writeStatus(cfg.LeaseFile, machineid.Lease{ID: -1})
+	defer unwatch()
 	nctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	g, err := ringflake.New(nctx, ringflake.WithMachineIDSource(l), ringflake.WithClock(clock))
 	cancel()
@@ -96,6 +101,31 @@ func holdOnce(ctx context.Context, cfg holderConfig, clock func() time.Time, out
 	fmt.Fprintf(os.Stderr, "%s nemesis holder: holding %+v\n", time.Now().Format("15:04:05.000"), g.Lease())
 	issue(ctx, g, out)
 	return g.Close()
+}
+
+// A status is a holder's lease as the harness reads it, to aim the faults
+// that follow one holding (redis_test.go's issue 36 worlds): the ID, and
+// the marks in ns since the epoch (0: none).
+type status struct {
+	ID           int64
+	Held         bool
+	After, Until int64
+}
+
+// writeStatus replaces file with l's status, by a rename, so that a reader
+// never sees half of one.
+func writeStatus(file string, l machineid.Lease) {
+	st := status{ID: l.ID, Held: l.Held}
+	if !l.After.IsZero() {
+		st.After = l.After.UnixNano()
+	}
+	if !l.Until.IsZero() {
+		st.Until = l.Until.UnixNano()
+	}
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(file+".tmp", b, 0o644); err == nil {
+		_ = os.Rename(file+".tmp", file)
+	}
 }
 
 // issue calls NextN for batches of 8 IDs, about one batch a millisecond,

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ var (
 	flagEvents   = flag.Bool("nemesis.v", false, "print every event of the schedule as it happens")
 	flagKeep     = flag.String("nemesis.keep", "", "keep each seed's servers' data, holders' logs and IDs under this directory")
 	flagMutant   = flag.String("nemesis.mutant", "", "switch this mutant on in every holder (internal/mutant; needs -tags ringflake_mutant)")
+	flagFaults   = flag.String("nemesis.faults", "", "draw only from the faults whose names match this regular expression")
 )
 
 func TestMain(m *testing.M) {
@@ -70,7 +72,11 @@ func runSeed(t *testing.T, kind string, seed uint64, d time.Duration, mutant str
 	w := newWorld(t, kind, seed, mutant)
 	w.start = time.Now()
 	w.srv = stores[kind].start(w)
-	w.swarm(append(holderFaults(w.srv.upstream() != ""), w.srv.faults()...))
+	menu, err := only(append(holderFaults(w.srv.upstream() != ""), w.srv.faults()...), *flagFaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.swarm(menu)
 	w.startHolders()
 	w.run(d)
 	w.heal()
@@ -86,6 +92,9 @@ func runSeed(t *testing.T, kind string, seed uint64, d time.Duration, mutant str
 		t.Fatal(err)
 	}
 	replay := fmt.Sprintf("scripts/nemesis -store %s -seed %d -duration %v", kind, seed, d)
+	if *flagFaults != "" {
+		replay += fmt.Sprintf(" -faults '%s'", *flagFaults)
+	}
 	if mutant != "" {
 		replay += " -mutant " + mutant
 	}
@@ -102,6 +111,25 @@ func runSeed(t *testing.T, kind string, seed uint64, d time.Duration, mutant str
 	}
 	tail := w.events[max(0, len(w.events)-80):]
 	t.Errorf("events:\n%s\n%s\n%s\nreplay: %s", strings.Join(tail, "\n"), strings.Join(v.examples, "\n"), summary, replay)
+}
+
+// only returns the faults of all whose names match expr ("": all), or an
+// error if none does.
+func only(all []fault, expr string) ([]fault, error) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("nemesis: -faults: %w", err)
+	}
+	var fs []fault
+	for _, f := range all {
+		if re.MatchString(f.name) {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 0 {
+		return nil, fmt.Errorf("nemesis: no fault matches %q", expr)
+	}
+	return fs, nil
 }
 
 // logTails returns the last lines of each holder's log in dir.

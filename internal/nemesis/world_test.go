@@ -168,7 +168,9 @@ func (w *world) heal() {
 // after each kill or stop, behind one proxy.
 type holder struct {
 	i      int
-	n      int // incarnations so far
+	n      int   // incarnations so far
+	lo, hi int64 // its range: the fleet's, or one ID for a newcomer
+	aimed  bool  // a newcomer started on one holding's ID
 	proxy  *proxy
 	clock  string // its clock offset file
 	offset time.Duration
@@ -183,27 +185,95 @@ func (h *holder) up() bool { return h.cmd != nil }
 
 // startHolders makes each holder's proxy and clock file and starts it.
 func (w *world) startHolders() {
-	for i := range w.set.Holders {
-		h := &holder{i: i, clock: filepath.Join(w.dir, fmt.Sprintf("h%d.clock", i))}
-		if up := w.srv.upstream(); up != "" {
-			p, err := newProxy(up)
-			if err != nil {
-				w.t.Fatalf("nemesis: proxy: %v", err)
-			}
-			w.t.Cleanup(p.close)
-			h.proxy = p
-		}
-		if err := os.WriteFile(h.clock, []byte("0"), 0o644); err != nil {
-			w.t.Fatal(err)
-		}
-		w.hs = append(w.hs, h)
-		w.launch(h)
+	for range w.set.Holders {
+		w.addHolder(w.set.Lo, w.set.Hi)
 	}
 	w.t.Cleanup(func() {
 		for _, h := range w.hs {
 			w.kill(h)
 		}
 	})
+}
+
+// addHolder makes a holder slot on the range lo..hi, with its proxy and
+// clock file, and starts it.
+func (w *world) addHolder(lo, hi int64) *holder {
+	i := len(w.hs)
+	h := &holder{i: i, lo: lo, hi: hi, clock: filepath.Join(w.dir, fmt.Sprintf("h%d.clock", i))}
+	if up := w.srv.upstream(); up != "" {
+		p, err := newProxy(up)
+		if err != nil {
+			w.t.Fatalf("nemesis: proxy: %v", err)
+		}
+		w.t.Cleanup(p.close)
+		h.proxy = p
+	}
+	if err := os.WriteFile(h.clock, []byte("0"), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	w.hs = append(w.hs, h)
+	w.launch(h)
+	return h
+}
+
+// newcomer starts a holder beside the fleet on the one ID x, as the worlds
+// aimed at one holding need (redis_test.go): it takes x as soon as x is
+// free, and no other.
+func (w *world) newcomer(x int64) *holder {
+	h := w.addHolder(x, x)
+	h.aimed = true
+	w.note("holder %d: a newcomer on ID %d alone", h.i, x)
+	return h
+}
+
+// status reads what the holder last told of its lease (holder_test.go's
+// writeStatus); ok is false before it told anything.
+func (w *world) status(h *holder) (st status, ok bool) {
+	b, err := os.ReadFile(h.statusFile())
+	if err != nil || json.Unmarshal(b, &st) != nil {
+		return status{}, false
+	}
+	return st, true
+}
+
+func (h *holder) statusFile() string { return h.clock[:len(h.clock)-len(".clock")] + ".lease" }
+
+// holding returns a holder that runs, is neither paused nor cut off, and
+// holds an ID, with that ID; nil if none does. Which one is drawn from the
+// seed among those that do, which the machine's timing decides.
+func (w *world) holding() (*holder, int64) {
+	var x int64
+	h := w.pick(func(h *holder) bool {
+		st, ok := w.status(h)
+		if !h.up() || h.paused || h.cut || !ok || !st.Held || h.aimed {
+			return false
+		}
+		x = st.ID
+		return true
+	})
+	return h, x
+}
+
+// await polls ok every 10 ms for at most d, and reports whether it came
+// true; the world's time moves on to now.
+func (w *world) await(d time.Duration, ok func() bool) bool {
+	end := time.Now().Add(d)
+	for !ok() && time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.now = max(w.now, time.Since(w.start))
+	return ok()
+}
+
+// renewed waits up to half a TTL for h's next confirmation (a later
+// Until), so that what follows starts a full TTL before h's deadline; it
+// returns when that came, or the zero Time.
+func (w *world) renewed(h *holder) time.Time {
+	first, _ := w.status(h)
+	if w.await(w.set.TTL/2, func() bool { st, _ := w.status(h); return st.Held && st.Until > first.Until }) {
+		return time.Now()
+	}
+	return time.Time{}
 }
 
 // launch starts a holder's next incarnation: this test binary again, as a
@@ -217,8 +287,9 @@ func (w *world) launch(h *holder) {
 	}
 	cfg := holderConfig{
 		Store: w.kind, Target: w.srv.target(addr), ClockFile: h.clock, Mutant: w.mutant,
-		Out: filepath.Join(w.dir, fmt.Sprintf("h%d.%d.ids", h.i, h.n)),
-		TTL: w.set.TTL, Margin: w.set.Margin, Bound: w.set.Bound, Lo: w.set.Lo, Hi: w.set.Hi,
+		Out:       filepath.Join(w.dir, fmt.Sprintf("h%d.%d.ids", h.i, h.n)),
+		LeaseFile: h.statusFile(),
+		TTL:       w.set.TTL, Margin: w.set.Margin, Bound: w.set.Bound, Lo: h.lo, Hi: h.hi,
 	}
 	b, _ := json.Marshal(cfg)
 	cmd := exec.Command(os.Args[0])
