@@ -32,7 +32,10 @@
 //     everything, or everything since a snapshot, as with RDB persistence:
 //     the latest, or, in half its worlds with restarts, any one it saved,
 //     old dumps kept across restarts that forget, now and then restored
-//     soon after another restart, within a TTL of leases in them), or, on
+//     soon after another restart, within a TTL of leases in them), now and
+//     then a switch-over to Redis's replica, which has every write, half
+//     the time just after a restart that forgot (R4: a new run id, and a
+//     start at the first call it serves as a primary), or, on
 //     etcd, leader changes, now and then a few close
 //     together, each a new raft term that keeps every lease alive anew;
 //     stale reads where the kind allows them; partitions; a host that goes
@@ -57,7 +60,8 @@
 // ms: the earlier of its marker, its clock at the first take or renewal it
 // served (a per-process key, which a restart clears, and a rollback brings
 // back only as another process's), and its time less its whole-second
-// uptime less one. A renewal that finds no lease of its token's on the ID,
+// uptime less one; a promoted replica's, its marker alone (its uptime
+// predates the data it synced). A renewal that finds no lease of its token's on the ID,
 // none or another live holder's, is answered as machineid_redis's renew
 // script answers it, with a *machineid.RestartError: Start that start,
 // Floor = TTL + slack less 1 ms; so the Holder's ride (machineid, ride.go)
@@ -100,7 +104,8 @@
 // holder's clock was at most the margin ahead"); no store's own clock steps
 // back by more than the bound in all before a restart (R3 in
 // docs/leases.md: Redis's clock never reads more than the bound behind the
-// furthest it read); no Redis failover loses writes ("Replication is
+// furthest it read); no Redis failover loses writes (a switch-over is to a
+// replica that has every write) ("Replication is
 // asynchronous ...: another process can take the same ID at once"). Everywhere else the invariants hold whatever the clocks do.
 //
 // A checker fed by the issuers and by the store as it writes holds the world

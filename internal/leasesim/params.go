@@ -91,6 +91,10 @@ type params struct {
 	// too) and back (by up to the bound in all), while it runs and before
 	// a restart, as R3 of docs/leases.md allows: see storeClock.
 	jumps bool
+	// switches: now and then, in place of a restart, Redis switches over
+	// to its replica, which has every write, half the time after its
+	// primary restarted empty (R4 in docs/leases.md; world.switchOver).
+	switches bool
 }
 
 // tick is the layout's tick: 10 ms, so that a TTL of a second or two is a
@@ -187,6 +191,9 @@ func draw(seed uint64) params {
 	r = rand.New(rand.NewPCG(seed, 0x6a756d7073))
 	p.anySnap = p.kind.forgets && p.restarts > 0 && r.IntN(2) == 0
 	p.jumps = p.kind.forgets && p.bound > 0 && r.IntN(2) == 0
+	// R4's switch-overs, drawn apart from the faults before them too.
+	r = rand.New(rand.NewPCG(seed, 0x73776974))
+	p.switches = p.kind.forgets && p.restarts > 0 && r.IntN(2) == 0
 	return p
 }
 
@@ -199,6 +206,6 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 func (p params) String() string {
-	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v ahead<=%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f yield=%.2f nap=%.2f anysnap=%v jumps=%v",
-		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.ahead, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck, p.yield, p.nap, p.anySnap, p.jumps)
+	return fmt.Sprintf("store=%s ttl=%v margin=%v call=%v ids=%d..%d procs=%d ring=%d (%v) maxwait=%v rate=%.3f clockbound=%v offsets=±%v ahead<=%v steps=%v pauses=%v restarts=%v cuts=%v slow=%.2f lossy=%.2f stuck=%.2f yield=%.2f nap=%.2f anysnap=%v jumps=%v switches=%v",
+		p.kind.name, p.ttl, p.margin, p.call, p.lo, p.hi, p.procs, p.ring, time.Duration(p.ring)*tick, p.wait, p.rate, p.bound, p.offsets, p.ahead, p.steps, p.pauses, p.restarts, p.cuts, p.slow, p.lossy, p.stuck, p.yield, p.nap, p.anySnap, p.jumps, p.switches)
 }

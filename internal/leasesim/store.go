@@ -34,6 +34,8 @@ type server struct {
 	high      time.Time     // the furthest the store's wall clock had read at its latest step
 	restarted time.Duration // when the instance started, on the store's wall clock, since the world's base
 	marker    time.Time     // kind.forgets: the instance's clock at the first take or renewal it served; zero before
+	promoted  bool          // kind.forgets: the instance is a replica switched to (R4), not restarted since
+	replica   time.Duration // kind.forgets: when the replica's process started, as restarted
 	down      bool
 	term      int                  // kind.fleet: the raft term, one more at each leader change
 	clocks    map[string]*clockRec // kind.fleet: each token's clock record and etcd lease (fleet.go)
@@ -329,7 +331,17 @@ func (s *server) start() time.Time { return time.UnixMilli(s.started().UnixMilli
 // at or before the reading of every call the instance answered, so a
 // holder confirmed by this instance itself never rides (Start is not
 // after its c), whatever the uptime's rounding.
+//
+// A promoted replica's uptime predates the data it holds, which came by a
+// sync, perhaps of a primary that restarted empty: its start is its marker
+// alone, as machineid_redis's promoted() reads it; with the mutant
+// floor-replica-uptime, its uptime counts too, as before issue 36's second
+// review.
 func (s *server) started() time.Time {
+	if s.promoted && !s.w.mutantOn(replicaUptimeName) {
+		s.mark()
+		return s.marker
+	}
 	now := s.wall()
 	up := max(now.Sub(s.w.base)/time.Second-s.restarted/time.Second-1, 0) * time.Second
 	est := now.Add(-up)
@@ -513,6 +525,7 @@ func (s *server) restart(d time.Duration, rollback bool, snap time.Time) {
 	time.Sleep(s.w.delay(d))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.promoted = false // a new process, which replicates from no one
 	switch {
 	case s.k.lock:
 		// A power loss: the restarts goroutine has killed every process,
@@ -568,6 +581,28 @@ func (s *server) restart(d time.Duration, rollback bool, snap time.Time) {
 		s.w.log.add("store", "is back")
 	}
 	s.down = false
+}
+
+// switchOver promotes Redis's replica, its clients cut off for d (R4 in
+// docs/leases.md). The replica has every write: the records stay as they
+// are, with the run ids that recorded them. Its process is another, with
+// a run id of its own, so every lease the old primary recorded is void (a
+// restart to every holder: a new run and epoch, as newRun starts), and a
+// start of its own: the first call it serves as a primary (started), its
+// process's start as the mutant floor-replica-uptime reads it. The old
+// primary's process becomes its replica.
+func (s *server) switchOver(d time.Duration) {
+	s.mu.Lock()
+	s.down = true
+	s.mu.Unlock()
+	s.w.log.add("store", "switches over to its replica, its clients cut off for %v", d)
+	time.Sleep(s.w.delay(d))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.newRun()
+	s.restarted, s.replica = s.replica, s.restarted
+	s.marker, s.promoted, s.down = time.Time{}, true, false
+	s.w.log.add("store", "is back on its replica (run %d), started at %.3fs, with every write", s.run, s.restarted.Seconds())
 }
 
 // snapshot saves the store's records, as Redis's RDB save does, for a

@@ -80,6 +80,10 @@ const (
 	// none since it last forgot).
 	OpRestart  = "restart"
 	OpSnapshot = "snapshot"
+	// OpSwitch: the store switches over to its replica, which has every
+	// write, its clients cut off for Dur (machineid_redis's replay, on one
+	// server, plays none: TestSwitchOverAfterARestart plays R4 there).
+	OpSwitch = "switch-over"
 	// OpStoreClock: the store's own clock steps to read Offset ahead of
 	// the true time (behind, if negative).
 	OpStoreClock = "store-clock"

@@ -66,6 +66,7 @@ const (
 	storeMutantName        = "renew-no-token"
 	renewAcrossRestartName = "renew-across-restart"
 	ownLeaseNoFloorName    = "own-lease-no-floor"
+	replicaUptimeName      = "floor-replica-uptime"
 	shortFloorName         = "short-floor"
 	windowFloorName        = "window-floor"
 	uncappedName           = "uncapped"
@@ -261,6 +262,7 @@ func (w *world) sleep(d time.Duration) bool {
 func (w *world) restarts() {
 	r := rand.New(rand.NewPCG(w.seed, 300))
 	jr := rand.New(rand.NewPCG(w.seed, 700)) // the draws added for issue 36, apart
+	sr := rand.New(rand.NewPCG(w.seed, 900)) // and for R4's switch-overs
 	if w.p.kind.forgets {
 		w.goRun(w.snapshots)
 	}
@@ -270,9 +272,12 @@ func (w *world) restarts() {
 			continue
 		}
 		down, rollback := between(r, 10*time.Millisecond, 300*time.Millisecond), r.IntN(2) == 0
-		if w.p.anySnap && jr.IntN(2) == 0 {
+		switch {
+		case w.p.switches && sr.IntN(3) == 0:
+			w.switchOver(sr, down)
+		case w.p.anySnap && jr.IntN(2) == 0:
 			w.moveBack(jr, down)
-		} else {
+		default:
 			w.restartRedis(jr, down, rollback)
 		}
 		if w.p.kind.fleet {
@@ -362,6 +367,25 @@ func (w *world) moveBack(jr *rand.Rand, d time.Duration) {
 	}
 	w.tr.add(Event{Op: OpRestart, Dur: us(d2), Rollback: true, Snapshot: w.tr.since(snap)})
 	w.srv.restart(d2, true, snap)
+}
+
+// switchOver is R4 of docs/leases.md: Redis switches over to its replica,
+// which has every write, its clients cut off for up to d (connections
+// reset, as a switch of DNS or of a service's endpoints does); half the
+// time just after its primary restarted empty, down for d, and the replica
+// resynced the empty data, 10 to 500 ms later (during which the restarted
+// primary serves, and what it writes the replica has too).
+func (w *world) switchOver(sr *rand.Rand, d time.Duration) {
+	d = min(d, 100*time.Millisecond)
+	if sr.IntN(2) == 0 {
+		w.restartRedis(sr, d, false)
+		if !w.sleepFault(between(sr, 10*time.Millisecond, 500*time.Millisecond)) || w.isHealed() {
+			return
+		}
+	}
+	d2 := between(sr, 10*time.Millisecond, 100*time.Millisecond)
+	w.tr.add(Event{Op: OpSwitch, Dur: us(d2)})
+	w.srv.switchOver(d2)
 }
 
 // powerLoss is a restart of kind.lock's one host: every process dies at

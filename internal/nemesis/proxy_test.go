@@ -15,14 +15,14 @@ import (
 // seed draws which). Bytes are never dropped from a live stream, which TCP
 // cannot do.
 type proxy struct {
-	ln       net.Listener
-	upstream string
+	ln net.Listener
 
-	mu    sync.Mutex
-	cond  *sync.Cond
-	cut   [2]bool // [toStore, toHolder]: that direction is held back
-	conns map[net.Conn]struct{}
-	done  bool
+	mu       sync.Mutex
+	cond     *sync.Cond
+	upstream string  // where new connections go: retarget moves it
+	cut      [2]bool // [toStore, toHolder]: that direction is held back
+	conns    map[net.Conn]struct{}
+	done     bool
 }
 
 // Directions of a proxy.
@@ -58,12 +58,15 @@ func (p *proxy) accept() {
 
 // serve forwards one connection both ways until either side closes.
 func (p *proxy) serve(holder net.Conn) {
-	store, err := net.Dial("tcp", p.upstream)
+	p.mu.Lock()
+	upstream := p.upstream
+	p.mu.Unlock()
+	store, err := net.Dial("tcp", upstream)
 	if err != nil {
 		holder.Close()
 		return
 	}
-	if !p.track(holder, store) {
+	if !p.track(holder, store, upstream) {
 		return
 	}
 	var wg sync.WaitGroup
@@ -77,11 +80,12 @@ func (p *proxy) serve(holder net.Conn) {
 	p.mu.Unlock()
 }
 
-// track records a connection's two ends, or closes them if the proxy is done.
-func (p *proxy) track(a, b net.Conn) bool {
+// track records a connection's two ends, or closes them if the proxy is
+// done or was retargeted away from upstream while it dialed.
+func (p *proxy) track(a, b net.Conn, upstream string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.done {
+	if p.done || upstream != p.upstream {
 		a.Close()
 		b.Close()
 		return false
@@ -147,17 +151,34 @@ func (p *proxy) partition(toStoreCut, toHolderCut bool) {
 func (p *proxy) heal(reset bool) {
 	p.mu.Lock()
 	if reset {
-		for c := range p.conns {
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0)
-			}
-			c.Close()
-			delete(p.conns, c)
-		}
+		p.resetLocked()
 	}
 	p.cut = [2]bool{}
 	p.cond.Broadcast()
 	p.mu.Unlock()
+}
+
+// retarget sends new connections to upstream and resets every one open, as
+// a switch of DNS or of a service's endpoints does to a client's pool;
+// a cut stays as it is.
+func (p *proxy) retarget(upstream string) {
+	p.mu.Lock()
+	p.upstream = upstream
+	p.resetLocked()
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// resetLocked resets every connection (an RST to both ends). The caller
+// holds mu.
+func (p *proxy) resetLocked() {
+	for c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		c.Close()
+		delete(p.conns, c)
+	}
 }
 
 // close stops listening and closes every connection.

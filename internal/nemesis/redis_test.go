@@ -17,59 +17,90 @@ import (
 	mr "github.com/ringflake/ringflake/machineid_redis"
 )
 
-// redisServer is one redis-server with RDB persistence (save 1 1: a
-// BGSAVE each second that saw a write), in its directory, its wall clock
-// shifted through clockshift.c. The harness copies snapshots aside, so that
-// any earlier one can be restored.
+// redisServer is a primary redis-server and its replica (--replicaof),
+// each with RDB persistence (save 1 1: a BGSAVE each second that saw a
+// write) in its own directory, their wall clocks shifted together through
+// clockshift.c (one store-clock file: Redis's clock is the primary's, and a
+// switch-over hands it to the replica as it is). The embedded node is the
+// current primary, on which every fault but the switch-over acts; the
+// replica only follows it until a switch-over (replica_test.go) swaps them.
+// The harness copies snapshots aside, so that any earlier one can be
+// restored.
 type redisServer struct {
-	w      *world
-	u      unit
-	dir    string
-	port   int
-	clock  *storeClock
-	cmd    *exec.Cmd
-	exited chan struct{}
-	snaps  []string // the snapshots taken, oldest first
+	*redisNode // the primary
+	replica    *redisNode
+	w          *world
+	u          unit
+	clock      *storeClock
+	snaps      []string // the snapshots taken, oldest first
 	// clockHi is the highest offset clock has had: R3 lets Redis's clock
 	// step back by up to the bound in all, from its highest reading.
 	clockHi time.Duration
 }
 
+// A redisNode is one redis-server process, in its directory, on its port.
+type redisNode struct {
+	dir    string
+	port   int
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
 func startRedis(w *world) server {
-	s := &redisServer{w: w, dir: filepath.Join(w.dir, "redis")}
+	s := &redisServer{w: w}
 	s.u = unit{name: "redis-server", pause: func() { s.signal(syscall.SIGSTOP) }, resume: func() { s.signal(syscall.SIGCONT) }}
-	if err := os.Mkdir(s.dir, 0o755); err != nil {
+	dir := filepath.Join(w.dir, "redis")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		w.t.Fatal(err)
 	}
 	var err error
-	if s.clock, err = newStoreClock(s.dir); err != nil {
+	if s.clock, err = newStoreClock(dir); err != nil {
 		w.t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	s.redisNode, s.replica = s.newNode(filepath.Join(dir, "a")), s.newNode(filepath.Join(dir, "b"))
 	s.launch()
-	w.t.Cleanup(s.kill)
+	s.launchNode(s.replica, s.redisNode)
+	w.t.Cleanup(func() { s.killNode(s.replica); s.kill() })
 	return s
 }
 
-func (s *redisServer) upstream() string          { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+// newNode makes a node's directory and picks its port.
+func (s *redisServer) newNode(dir string) *redisNode {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		s.w.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.w.t.Fatal(err)
+	}
+	defer ln.Close()
+	return &redisNode{dir: dir, port: ln.Addr().(*net.TCPAddr).Port}
+}
+
+func (n *redisNode) upstream() string            { return fmt.Sprintf("127.0.0.1:%d", n.port) }
 func (s *redisServer) target(addr string) string { return addr }
 
-// launch starts redis-server on its port from dump.rdb in its directory, if
-// there is one, and waits until it answers PING.
-func (s *redisServer) launch() {
+// launch starts the primary from dump.rdb in its directory, if there is
+// one, and waits until it answers PING.
+func (s *redisServer) launch() { s.launchNode(s.redisNode, nil) }
+
+// launchNode starts n, a replica of primary unless that is nil. A full
+// sync starts at once (no diskless delay), so that a replica has every
+// write soon after its primary restarts.
+func (s *redisServer) launchNode(n, primary *redisNode) {
 	env, err := s.clock.env()
 	if err != nil {
 		s.w.t.Fatal(err)
 	}
+	args := []string{"--port", strconv.Itoa(n.port), "--bind", "127.0.0.1",
+		"--save", "1 1", "--appendonly", "no", "--dir", n.dir, "--dbfilename", "dump.rdb",
+		"--repl-diskless-sync-delay", "0",
+		"--protected-mode", "no", "--loglevel", "warning", "--logfile", filepath.Join(n.dir, "log")}
+	if primary != nil {
+		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
+	}
 	for try := 0; ; try++ {
-		cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-			"--save", "1 1", "--appendonly", "no", "--dir", s.dir, "--dbfilename", "dump.rdb",
-			"--protected-mode", "no", "--loglevel", "warning", "--logfile", filepath.Join(s.dir, "log"))
+		cmd := exec.Command("redis-server", args...)
 		cmd.Env = append(os.Environ(), env...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
@@ -77,23 +108,23 @@ func (s *redisServer) launch() {
 		}
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
-		if s.ready(exited) {
-			s.cmd, s.exited = cmd, exited
+		if n.ready(exited) {
+			n.cmd, n.exited = cmd, exited
 			return
 		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 		if try == 20 {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-			s.w.t.Fatalf("nemesis: redis-server did not answer on port %d: %s", s.port, log)
+			log, _ := os.ReadFile(filepath.Join(n.dir, "log"))
+			s.w.t.Fatalf("nemesis: redis-server did not answer on port %d: %s", n.port, log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 // ready waits up to 10 s for PING to be answered.
-func (s *redisServer) ready(exited chan struct{}) bool {
-	c := redis.NewClient(&redis.Options{Addr: s.upstream(), MaxRetries: -1})
+func (n *redisNode) ready(exited chan struct{}) bool {
+	c := redis.NewClient(&redis.Options{Addr: n.upstream(), MaxRetries: -1})
 	defer c.Close()
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
 		select {
@@ -112,21 +143,23 @@ func (s *redisServer) ready(exited chan struct{}) bool {
 	return false
 }
 
-func (s *redisServer) signal(sig syscall.Signal) {
-	if s.cmd != nil {
-		_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+func (n *redisNode) signal(sig syscall.Signal) {
+	if n.cmd != nil {
+		_ = syscall.Kill(-n.cmd.Process.Pid, sig)
 	}
 }
 
-// kill ends the server with SIGKILL, as a crash: nothing since the last
+// kill ends the primary with SIGKILL, as a crash: nothing since the last
 // SAVE is kept.
-func (s *redisServer) kill() {
-	if s.cmd == nil {
+func (s *redisServer) kill() { s.killNode(s.redisNode) }
+
+func (s *redisServer) killNode(n *redisNode) {
+	if n.cmd == nil {
 		return
 	}
-	s.signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
+	n.signal(syscall.SIGKILL)
+	<-n.exited
+	n.cmd = nil
 }
 
 // keep copies the latest snapshot, dump.rdb, aside.
@@ -145,8 +178,10 @@ func (s *redisServer) keep() error {
 // crash and restart from the latest snapshot; a restart that forgets
 // everything; a restart from an earlier snapshot (a pod moved back to a
 // node with an old dump, a backup restored); a paused server; and its
-// clock stepping either way (R3), within the bound; and issue 36's two
-// worlds, aimed at one holding (worlds_test.go).
+// clock stepping either way (R3), within the bound; a switch-over to the
+// replica (R4, replica_test.go); and issue 36's two worlds and R4's, aimed
+// at one holding (worlds_test.go, replica_test.go). Each acts on the
+// current primary.
 func (s *redisServer) faults() []fault {
 	u := &s.u
 	return []fault{
@@ -185,6 +220,8 @@ func (s *redisServer) faults() []fault {
 		}},
 		s.firstWorldFault(),
 		s.earlyExpiryFault(),
+		s.switchOverFault(),
+		s.switchWorldFault(),
 	}
 }
 

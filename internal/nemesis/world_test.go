@@ -186,7 +186,7 @@ func (h *holder) up() bool { return h.cmd != nil }
 // startHolders makes each holder's proxy and clock file and starts it.
 func (w *world) startHolders() {
 	for range w.set.Holders {
-		w.addHolder(w.set.Lo, w.set.Hi)
+		w.addHolder(w.set.Lo, w.set.Hi, 0)
 	}
 	w.t.Cleanup(func() {
 		for _, h := range w.hs {
@@ -196,10 +196,10 @@ func (w *world) startHolders() {
 }
 
 // addHolder makes a holder slot on the range lo..hi, with its proxy and
-// clock file, and starts it.
-func (w *world) addHolder(lo, hi int64) *holder {
+// clock file (offset ahead of true time), and starts it.
+func (w *world) addHolder(lo, hi int64, offset time.Duration) *holder {
 	i := len(w.hs)
-	h := &holder{i: i, lo: lo, hi: hi, clock: filepath.Join(w.dir, fmt.Sprintf("h%d.clock", i))}
+	h := &holder{i: i, lo: lo, hi: hi, offset: offset, clock: filepath.Join(w.dir, fmt.Sprintf("h%d.clock", i))}
 	if up := w.srv.upstream(); up != "" {
 		p, err := newProxy(up)
 		if err != nil {
@@ -208,22 +208,29 @@ func (w *world) addHolder(lo, hi int64) *holder {
 		w.t.Cleanup(p.close)
 		h.proxy = p
 	}
-	if err := os.WriteFile(h.clock, []byte("0"), 0o644); err != nil {
-		w.t.Fatal(err)
-	}
+	w.setClock(h, offset)
 	w.hs = append(w.hs, h)
 	w.launch(h)
 	return h
 }
 
-// newcomer starts a holder beside the fleet on the one ID x, as the worlds
-// aimed at one holding need (redis_test.go): it takes x as soon as x is
-// free, and no other.
-func (w *world) newcomer(x int64) *holder {
-	h := w.addHolder(x, x)
+// newcomer starts a holder beside the fleet on the one ID x, its clock
+// offset ahead of true time, as the worlds aimed at one holding need
+// (worlds_test.go): it takes x as soon as x is free, and no other.
+func (w *world) newcomer(x int64, offset time.Duration) *holder {
+	h := w.addHolder(x, x, offset)
 	h.aimed = true
-	w.note("holder %d: a newcomer on ID %d alone", h.i, x)
+	w.note("holder %d: a newcomer on ID %d alone, its clock %v off", h.i, x, offset)
 	return h
+}
+
+// setClock sets h's clock to read offset ahead of true time (behind, if
+// negative), through its clock file, which the holder reads every 10 ms.
+func (w *world) setClock(h *holder, offset time.Duration) {
+	h.offset = offset
+	if err := os.WriteFile(h.clock, []byte(fmt.Sprint(int64(offset))), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // status reads what the holder last told of its lease (holder_test.go's
@@ -415,11 +422,8 @@ func holderFaults(proxied bool) []fault {
 			if w.rng.IntN(5) == 0 {
 				reach *= 3
 			}
-			h.offset = time.Duration((2*w.rng.Float64() - 1) * float64(reach))
+			w.setClock(h, time.Duration((2*w.rng.Float64()-1)*float64(reach)))
 			w.note("holder %d: clock offset now %v", h.i, h.offset)
-			if err := os.WriteFile(h.clock, []byte(fmt.Sprint(int64(h.offset))), 0o644); err != nil {
-				w.t.Fatal(err)
-			}
 			return nil, 0, true
 		}},
 	}

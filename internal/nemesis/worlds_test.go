@@ -54,7 +54,7 @@ func (s *redisServer) firstWorldFault() fault {
 		_ = os.Remove(filepath.Join(s.dir, "dump.rdb"))
 		s.launch()
 		w.note("redis-server: kill -9, up on an empty node; snapshot %d kept (with holder %d's lease)", old, h.i)
-		k := w.newcomer(x)
+		k := w.newcomer(x, 0)
 		heal := func() {
 			w.note("holder %d: healed", h.i)
 			h.proxy.heal(false)
@@ -121,7 +121,7 @@ func (s *redisServer) earlyExpiryFault() fault {
 		// H's lease ends on Redis's clock at c + TTL, which is c + TTL −
 		// jump on H's.
 		w.until(w.now + time.Until(c.Add(w.set.TTL-jump)) + 20*time.Millisecond)
-		k := w.newcomer(x)
+		k := w.newcomer(x, 0)
 		if !w.await(w.set.TTL/2, func() bool { st, ok := w.status(k); return ok && st.Held }) {
 			w.note("holder %d: the newcomer holds nothing yet", k.i)
 		}
@@ -140,8 +140,8 @@ func (s *redisServer) earlyExpiryFault() fault {
 }
 
 // do sends one command to the server and returns its error.
-func (s *redisServer) do(args ...any) error {
-	c := redis.NewClient(&redis.Options{Addr: s.upstream(), MaxRetries: -1})
+func (n *redisNode) do(args ...any) error {
+	c := redis.NewClient(&redis.Options{Addr: n.upstream(), MaxRetries: -1})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
