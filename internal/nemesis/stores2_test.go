@@ -53,14 +53,17 @@ func zkLeaser(cfg holderConfig) (machineid.Leaser, func(), error) {
 }
 
 // mysqlServer is a MySQL (MariaDB) server. Its faults: a crash and a stop,
-// each restarted on its data, and a pause; its clock is not shifted yet.
+// each restarted on its data, a pause, and its clock stepping within the
+// bound (M3: UTC_TIMESTAMP judges expiry).
 type mysqlServer struct {
-	s *mysqltest.Server
-	u unit
+	s     *mysqltest.Server
+	u     unit
+	clock *storeClock
 }
 
 func startMySQL(w *world) server {
-	s := &mysqlServer{s: mysqltest.Start(w.t)}
+	s := &mysqlServer{clock: shiftedByEnv(w, "nemesis-mysql")}
+	s.s = mysqltest.Start(w.t)
 	s.u = unit{name: "mysqld", pause: s.s.Pause, resume: s.s.Resume}
 	db, err := sql.Open("mysql", s.target(s.upstream()))
 	if err == nil {
@@ -84,6 +87,7 @@ func (s *mysqlServer) faults() []fault {
 		pauseFault(&s.u),
 		restartFault(&s.u, "kill -9, restart", 1, func(*world) { s.s.Kill() }, func(*world) { s.s.Start() }),
 		restartFault(&s.u, "SIGTERM, restart", 1, func(*world) { s.s.Stop() }, func(*world) { s.s.Start() }),
+		clockStepFault("MySQL", s.clock),
 	}
 }
 

@@ -145,27 +145,7 @@ type pgServer struct {
 }
 
 func startPostgres(w *world) server {
-	dir, err := os.MkdirTemp("", "nemesis-pg")
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		w.t.Fatal(err)
-	}
-	s := &pgServer{}
-	if s.clock, err = newStoreClock(dir); err != nil {
-		w.t.Fatal(err)
-	}
-	// pgtest starts postgres with the harness's environment.
-	env, err := s.clock.env()
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	for _, e := range env {
-		k, v, _ := strings.Cut(e, "=")
-		w.t.Setenv(k, v)
-	}
+	s := &pgServer{clock: shiftedByEnv(w, "nemesis-pg")}
 	s.s = pgtest.Start(w.t)
 	s.u = unit{name: "postgres", pause: s.s.Pause, resume: s.s.Resume}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -181,28 +161,62 @@ func startPostgres(w *world) server {
 	return s
 }
 
+// shiftedByEnv makes a store clock in a directory every user can read
+// (postgres runs as its own user) and puts the clock shim in the harness's
+// environment, which pgtest and mysqltest start their servers with (the
+// holders are started without it: holderEnviron).
+func shiftedByEnv(w *world, name string) *storeClock {
+	dir, err := os.MkdirTemp("", name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	c, err := newStoreClock(dir)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	env, err := c.env()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		w.t.Setenv(k, v)
+	}
+	return c
+}
+
+// clockStepFault steps a database's clock, which judges expiry, to
+// anywhere within the bound of true time, back or forth (docs/leases.md's
+// P2 and M3: leases end early or late; the marks, on the holders' clocks,
+// stay).
+func clockStepFault(name string, c *storeClock) fault {
+	return fault{name + "'s clock steps within the bound", func(w *world) (func(), time.Duration, bool) {
+		to := time.Duration((2*w.rng.Float64() - 1) * float64(w.set.Bound))
+		w.note("%s: clock steps %v, to %v", name, to-c.offset, to)
+		if err := c.set(to); err != nil {
+			w.t.Fatal(err)
+		}
+		return nil, 0, true
+	}}
+}
+
 func (s *pgServer) upstream() string { return fmt.Sprintf("127.0.0.1:%d", s.s.Port) }
 func (s *pgServer) target(addr string) string {
 	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&connect_timeout=2", addr)
 }
 
 // faults: a crash and a fast shutdown, each restarted; a pause; and the
-// database's clock, which judges expiry, stepping to anywhere within the
-// bound of true time, back or forth (docs/leases.md's P2: leases end early
-// or late; the marks, on the holders' clocks, stay).
+// database's clock stepping within the bound.
 func (s *pgServer) faults() []fault {
 	return []fault{
 		pauseFault(&s.u),
 		restartFault(&s.u, "kill -9, restart", 1, func(*world) { s.s.Kill() }, func(*world) { s.s.Start() }),
 		restartFault(&s.u, "fast shutdown, restart", 1, func(*world) { s.s.Stop() }, func(*world) { s.s.Start() }),
-		{"PostgreSQL's clock steps within the bound", func(w *world) (func(), time.Duration, bool) {
-			to := time.Duration((2*w.rng.Float64() - 1) * float64(w.set.Bound))
-			w.note("postgres: clock steps %v, to %v", to-s.clock.offset, to)
-			if err := s.clock.set(to); err != nil {
-				w.t.Fatal(err)
-			}
-			return nil, 0, true
-		}},
+		clockStepFault("PostgreSQL", s.clock),
 	}
 }
 
