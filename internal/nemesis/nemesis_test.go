@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/clockshift"
 )
 
 var (
@@ -40,9 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(hold(cfg))
 	}
 	code := m.Run()
-	if shimDir != "" {
-		os.RemoveAll(shimDir)
-	}
+	clockshift.Cleanup()
 	os.Exit(code)
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/ringflake/ringflake/machineid"
 	mr "github.com/ringflake/ringflake/machineid_redis"
+
+	"github.com/ringflake/ringflake/internal/clockshift"
 )
 
 // redisServer is a primary redis-server and its replica (--replicaof),
@@ -54,7 +56,7 @@ func startRedis(w *world) server {
 		w.t.Fatal(err)
 	}
 	var err error
-	if s.clock, err = newStoreClock(dir); err != nil {
+	if s.clock, err = clockshift.New(dir); err != nil {
 		w.t.Fatal(err)
 	}
 	s.redisNode, s.replica = s.newNode(filepath.Join(dir, "a")), s.newNode(filepath.Join(dir, "b"))
@@ -88,7 +90,7 @@ func (s *redisServer) launch() { s.launchNode(s.redisNode, nil) }
 // sync starts at once (no diskless delay), so that a replica has every
 // write soon after its primary restarts.
 func (s *redisServer) launchNode(n, primary *redisNode) {
-	env, err := s.clock.env()
+	env, err := s.clock.Env()
 	if err != nil {
 		s.w.t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func (s *redisServer) faults() []fault {
 			// but one past the bound gets every newcomer refused).
 			lo := max(-w.set.Bound, s.clockHi-w.set.Bound)
 			to := lo + time.Duration(w.rng.Float64()*float64(w.set.Bound-lo))
-			w.note("redis-server: clock steps %v, to %v off", to-s.clock.offset, to)
+			w.note("redis-server: clock steps %v, to %v off", to-s.clock.Offset(), to)
 			if err := s.setClock(to); err != nil {
 				w.t.Fatal(err)
 			}
@@ -230,7 +232,7 @@ func (s *redisServer) faults() []fault {
 // below.
 func (s *redisServer) setClock(d time.Duration) error {
 	s.clockHi = max(s.clockHi, d)
-	return s.clock.set(d)
+	return s.clock.Set(d)
 }
 
 // restoreFault kills the server and starts it from a snapshot copied aside

@@ -25,6 +25,8 @@ import (
 	"github.com/ringflake/ringflake/machineid_file"
 	"github.com/ringflake/ringflake/machineid_k8s"
 	"github.com/ringflake/ringflake/machineid_postgres"
+
+	"github.com/ringflake/ringflake/internal/clockshift"
 )
 
 // A storeKind is one store in the harness. Adding one (ZooKeeper, MySQL) is
@@ -174,11 +176,11 @@ func shiftedByEnv(w *world, name string) *storeClock {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		w.t.Fatal(err)
 	}
-	c, err := newStoreClock(dir)
+	c, err := clockshift.New(dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	env, err := c.env()
+	env, err := c.Env()
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -196,8 +198,8 @@ func shiftedByEnv(w *world, name string) *storeClock {
 func clockStepFault(name string, c *storeClock) fault {
 	return fault{name + "'s clock steps within the bound", func(w *world) (func(), time.Duration, bool) {
 		to := time.Duration((2*w.rng.Float64() - 1) * float64(w.set.Bound))
-		w.note("%s: clock steps %v, to %v", name, to-c.offset, to)
-		if err := c.set(to); err != nil {
+		w.note("%s: clock steps %v, to %v", name, to-c.Offset(), to)
+		if err := c.Set(to); err != nil {
 			w.t.Fatal(err)
 		}
 		return nil, 0, true

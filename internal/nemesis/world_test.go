@@ -321,7 +321,7 @@ func (w *world) launch(h *holder) {
 func holderEnviron() []string {
 	var env []string
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "LD_PRELOAD=") && !strings.HasPrefix(e, "NEMESIS_") {
+		if !strings.HasPrefix(e, "LD_PRELOAD=") && !strings.HasPrefix(e, "RINGFLAKE_CLOCK_FILE=") && !strings.HasPrefix(e, "NEMESIS_") {
 			env = append(env, e)
 		}
 	}

@@ -101,7 +101,7 @@ func (s *redisServer) firstWorldFault() fault {
 func (s *redisServer) earlyExpiryFault() fault {
 	u := &s.u
 	return fault{"issue 36's second world: a lease ended early by Redis's clock, taken, then Redis restarts empty", func(w *world) (func(), time.Duration, bool) {
-		room := w.set.Bound - s.clock.offset
+		room := w.set.Bound - s.clock.Offset()
 		jump := time.Duration((0.5 + 0.5*w.rng.Float64()) * float64(room))
 		stay := w.span(1.5, 3)
 		h, x := w.holding()
@@ -115,7 +115,7 @@ func (s *redisServer) earlyExpiryFault() fault {
 		}
 		h.proxy.partition(true, true)
 		h.cut = true
-		if err := s.setClock(s.clock.offset + jump); err != nil {
+		if err := s.setClock(s.clock.Offset() + jump); err != nil {
 			w.t.Fatal(err)
 		}
 		// H's lease ends on Redis's clock at c + TTL, which is c + TTL −

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/clockshift"
 )
 
 // startTimeout bounds how long a server may take to answer, when it starts
@@ -38,8 +40,8 @@ type Server struct {
 	tb    testing.TB
 	dir   string
 	extra []string
-	env   []string // more environment for the process (StartClocked)
-	shift string   // the clock shift's file, for StartClocked's servers
+	env   []string          // more environment for the process (StartClocked)
+	clock *clockshift.Clock // the server's clock, for StartClocked's servers
 
 	mu     sync.Mutex    // protects cmd and exited
 	cmd    *exec.Cmd     // nil while stopped
@@ -61,11 +63,6 @@ func start(tb testing.TB, env, extra []string) *Server {
 	for range 5 { // another process may take the port between probe and bind
 		port := freePort(tb, false)
 		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, tb: tb, dir: tb.TempDir(), extra: extra, env: env}
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, "RINGFLAKE_CLOCK_SHIFT="); ok {
-				s.shift = v
-			}
-		}
 		if last = s.start(bin); last == nil {
 			tb.Cleanup(s.Stop)
 			return s

@@ -1,5 +1,5 @@
 // clockshift: an LD_PRELOAD library that shifts a server's wall clock by the
-// offset, in ns, in the 8 bytes of the file NEMESIS_CLOCK_FILE names (a
+// offset, in ns, in the 8 bytes of the file RINGFLAKE_CLOCK_FILE names (a
 // native-endian int64), which the harness rewrites while the server runs.
 // It stands in for Debian's libfaketime, which cannot run redis-server:
 // Debian links redis-server with jemalloc, whose start-up calls
@@ -21,7 +21,7 @@
 static volatile const int64_t *shift;
 
 __attribute__((constructor)) static void clockshift_init(void) {
-	const char *path = getenv("NEMESIS_CLOCK_FILE");
+	const char *path = getenv("RINGFLAKE_CLOCK_FILE");
 	if (path == NULL) return;
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) return;
