@@ -154,12 +154,16 @@ func (s *shifted) now() time.Time { return time.Now().Add(time.Duration(s.off.Lo
 
 // generator makes a generator over a new Holder on e whose clock reads off
 // ahead of the true time, and fails the test if New fails. It returns the
-// generator and its clock, which the test may step.
+// generator and its clock, which the test may step. The Holder's TTL is
+// 3 s unless opts say otherwise: a store reporting its clock grants the
+// lease first and raises its mark with a second call, which must come
+// within the TTL of the grant, and under the CPU hog at load 17 on 2 cores
+// it came after 1 s, to an etcd lease that had expired (New failed).
 func generator(t *testing.T, e *etcdtest.Cluster, off time.Duration, opts ...machineid.Option) (*ringflake.Generator, *shifted) {
 	t.Helper()
 	clk := &shifted{}
 	clk.off.Store(int64(off))
-	l := newHolder(t, newClient(t, e.Endpoints()), opts...)
+	l := newHolder(t, newClient(t, e.Endpoints()), append([]machineid.Option{machineid.WithTTL(3 * ttl)}, opts...)...)
 	g, err := ringflake.New(t.Context(), ringflake.WithMachineIDSource(l), ringflake.WithClock(clk.now))
 	require.NoError(t, err, "New of a holder %v ahead", off)
 	t.Cleanup(func() { _ = g.Close() })

@@ -284,14 +284,18 @@ func TestBufferFitsTheRate(t *testing.T) {
 }
 
 // A server that does not answer within the timeout is skipped for one
-// that does, and Close returns while a call to it is open.
+// that does, and Close returns while a call to it is open. The timeout is
+// the default, 1 s: it applies to the live server too, and a NextID fails
+// once both servers have failed since they last answered, which a timeout
+// of 200 ms, overrun by the live one on a loaded machine while the hung
+// one waited out its backoff, would make it do.
 func TestSkipsAServerThatHangs(t *testing.T) {
 	t.Parallel()
 	hung := &fake{machine: 4}
 	hung.hang.Store(true)
 	live := &fake{machine: 5}
 	c, err := ringflakeclient.New(context.Background(), []string{start(t, hung), start(t, live)},
-		ringflakeclient.WithTimeout(200*time.Millisecond), ringflakeclient.WithWaterMarks(10, 20), ringflakeclient.WithBlock(10))
+		ringflakeclient.WithWaterMarks(10, 20), ringflakeclient.WithBlock(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,15 +322,20 @@ func TestSkipsAServerThatHangs(t *testing.T) {
 }
 
 // Eight goroutines take IDs as fast as they can from three servers while
-// one hangs for three times the timeout: no wait for IDs reaches 250 ms
-// (a wait behind the hung server would last the timeout, 1 s), none
+// one hangs for three times the timeout: no wait for IDs reaches half the
+// timeout (a wait behind the hung server lasts up to the timeout), none
 // fails, no ID repeats. The waits are counted in the client's histogram.
+// The timeout is 2 s, twice the default, so that half of it stands well
+// clear of what the hedge leaves (about four answers of a live server):
+// under a CPU hog at load 10 on 2 cores, those waits reached 430 ms.
 // cmd/ringflake's TestClientNoStallBehindAStoppedServer does this with
 // serve processes and SIGSTOP.
 func TestNoStallBehindAHungServer(t *testing.T) {
 	t.Parallel()
+	const timeout = 2 * time.Second
 	hung := &fake{machine: 9}
-	c, err := ringflakeclient.New(context.Background(), []string{start(t, &fake{machine: 8}), start(t, hung), start(t, &fake{machine: 10})})
+	c, err := ringflakeclient.New(context.Background(), []string{start(t, &fake{machine: 8}), start(t, hung), start(t, &fake{machine: 10})},
+		ringflakeclient.WithTimeout(timeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +365,7 @@ func TestNoStallBehindAHungServer(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	hung.hang.Store(true)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * timeout)
 	hung.hang.Store(false)
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
@@ -367,8 +376,8 @@ func TestNoStallBehindAHungServer(t *testing.T) {
 	}
 	s := c.Stats()
 	w := s.Waits
-	if long := w.Count - w.Counts[slices.Index(w.Bounds, 250*time.Millisecond)]; long != 0 {
-		t.Errorf("%d waits for IDs past 250ms, the longest %v; want none", long, w.Longest)
+	if long := w.Count - w.Counts[slices.Index(w.Bounds, timeout/2)]; long != 0 {
+		t.Errorf("%d waits for IDs past %v, the longest %v; want none", long, timeout/2, w.Longest)
 	}
 	seen := map[ringflake.ID]bool{}
 	for _, ids := range got {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/ringflake/ringflake"
 	"github.com/ringflake/ringflake/internal/redistest"
@@ -134,9 +135,12 @@ func TestClientWaitsForAServerAcquiring(t *testing.T) {
 	target := s.grpcAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	info, err := pb.NewIDsClient(dialGRPC(t, target)).Info(ctx, &pb.InfoRequest{})
+	// Not ready: Info's machine ID is no sign of it, since it is -1 only
+	// until the take, and names the ID taken while serve waits for its
+	// floor (under load the take came first, and Info said 0).
+	h, err := healthpb.NewHealthClient(dialGRPC(t, target)).Check(ctx, &healthpb.HealthCheckRequest{Service: "ringflake.v1.IDs"})
 	require.NoError(t, err)
-	require.Equal(t, int64(-1), info.GetMachine(), "the server has no machine ID yet")
+	require.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, h.GetStatus(), "the server is waiting for its machine ID")
 
 	c, err := ringflakeclient.New(ctx, []string{target})
 	require.NoError(t, err)
@@ -145,7 +149,7 @@ func TestClientWaitsForAServerAcquiring(t *testing.T) {
 	id, err := c.NextID(ctx)
 	require.NoError(t, err, "stats %+v; server log %v", c.Stats(), s.log())
 	t.Logf("the first NextID took %v", time.Since(began))
-	info, err = pb.NewIDsClient(dialGRPC(t, target)).Info(ctx, &pb.InfoRequest{})
+	info, err := pb.NewIDsClient(dialGRPC(t, target)).Info(ctx, &pb.InfoRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, info.GetMachine(), ringflake.DefaultLayout().Decompose(id).Machine, "the ID is the server's")
 	st := c.Stats()
