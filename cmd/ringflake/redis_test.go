@@ -349,14 +349,21 @@ func TestCLIWaitsForAFreeID(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "serve's /readyz should say why it waits")
 	assert.Equal(t, 0, s.stop(t, syscall.SIGTERM), "a stop while serve waits; log %v", s.log())
 
+	// The newcomer starts while the holder still renews, and the holder is
+	// killed once the newcomer says it waits: started after the kill, a
+	// newcomer slow to start on a loaded machine (6.6 s under a CPU hog)
+	// found the lease already expired, and had nothing to wait for.
+	newcomer, stdout, stderr, exited := startGen(t, "--lease", lease, "--machine-range", "0-0", "--lease-ttl", "2s", "-n", "3")
+	waiting := `msg="ringflake: waiting for a machine ID: every ID in the range is held"`
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), waiting) }, 30*time.Second, 10*time.Millisecond,
+		"the newcomer should say that it waits; stderr %q", stderr.String())
 	require.NoError(t, holder.Process.Kill()) // SIGKILL: nothing is released
 	killed := time.Now()
-	p, err := runCLI(context.Background(), bin, []string{"gen", "--lease", lease, "--machine-range", "0-0", "--lease-ttl", "2s", "-n", "3"}, 0, 0)
-	require.NoError(t, err)
-	assert.Equal(t, 0, p.code, "the newcomer should issue once the killed holder's lease expired; stderr %q", p.stderr)
-	assert.Len(t, p.ids, 3)
-	assert.Contains(t, p.stderr, `msg="ringflake: waiting for a machine ID: every ID in the range is held"`)
-	t.Logf("the newcomer issued %v after the holder was killed; stderr %q", time.Since(killed).Round(time.Millisecond), p.stderr)
+	code := waitExit(t, newcomer, exited, 30*time.Second, stderr)
+	assert.Equal(t, 0, code, "the newcomer should issue once the killed holder's lease expired; stderr %q", stderr.String())
+	assert.Len(t, strings.Fields(stdout.String()), 3)
+	assert.Equal(t, 1, strings.Count(stderr.String(), waiting), "the newcomer says once that it waits; stderr %q", stderr.String())
+	t.Logf("the newcomer issued %v after the holder was killed; stderr %q", time.Since(killed).Round(time.Millisecond), stderr.String())
 }
 
 // TestCLIClosedPipeReleasesLease runs gen into a reader that stops after

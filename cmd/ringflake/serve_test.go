@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,9 +246,17 @@ func TestServeProcess(t *testing.T) {
 	assert.Equal(t, 200, r.code, "an unclean path is served clean; body %s", r.body)
 
 	assert.Equal(t, 0, s.stop(t, syscall.SIGINT), "exit status after SIGINT; log %v", s.log())
-	assert.Equal(t, []string{"ringflake: listening", "ringflake: serving", "ringflake: stopped"}, s.messages(),
+	// The state file's lease (a TTL of 0.5 s) may be lost and regained
+	// when a loaded machine starves the process for longer than its margin
+	// (a CPU hog did, between listening and serving): records of that come
+	// between these, and are not what this checks.
+	msgs := slices.DeleteFunc(s.messages(), func(m string) bool {
+		return m == "ringflake: machine ID lease lost" || m == "ringflake: machine ID lease regained"
+	})
+	assert.Equal(t, []string{"ringflake: listening", "ringflake: serving", "ringflake: stopped"}, msgs,
 		"one record when it listens, one when it serves and one at the stop")
-	stopped := s.log()[2]
+	log := s.log()
+	stopped := log[slices.IndexFunc(log, func(r map[string]any) bool { return r["msg"] == "ringflake: stopped" })]
 	assert.Equal(t, true, stopped["drained"])
 	assert.Equal(t, true, stopped["released"], "the fixed machine ID's state file, given up")
 	assert.Equal(t, float64(1003), stopped["issued"], "the IDs of the GETs, the unclean path's included")
