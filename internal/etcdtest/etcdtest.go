@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/taillog"
 )
 
 // startTimeout bounds how long members may take to answer.
@@ -38,9 +40,9 @@ type Member struct {
 	PeerURL string
 
 	tb      testing.TB
-	dir     string   // the data directory, kept across Stop and Start
-	initial string   // the --initial-cluster value
-	out     *tailLog // the process's output, for failure messages
+	dir     string       // the data directory, kept across Stop and Start
+	initial string       // the --initial-cluster value
+	out     *taillog.Log // the process's output, for failure messages
 
 	mu     sync.Mutex    // protects cmd and exited
 	cmd    *exec.Cmd     // nil while stopped
@@ -95,7 +97,7 @@ func (c *Cluster) launch(bin string, n int) error {
 			PeerURL:   "http://127.0.0.1:" + strconv.Itoa(peer),
 			tb:        c.tb,
 			dir:       dataDir(c.tb),
-			out:       &tailLog{},
+			out:       &taillog.Log{},
 		}
 		c.tb.Cleanup(m.Kill)
 		c.tb.Cleanup(func() {
@@ -396,29 +398,4 @@ func freePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// tailLog keeps the last 64 KiB written to it; it is safe for concurrent
-// use.
-type tailLog struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-const tailSize = 64 << 10
-
-func (t *tailLog) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > tailSize {
-		t.b = append(t.b[:0], t.b[len(t.b)-tailSize:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailLog) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/taillog"
 )
 
 // TestSingleRestartKeepsData restarts a one-member cluster and checks that
@@ -60,7 +62,7 @@ func TestStartRefusesAnotherClustersPort(t *testing.T) {
 		PeerURL:   "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
 		tb:        t,
 		dir:       dataDir(t),
-		out:       &tailLog{},
+		out:       &taillog.Log{},
 	}
 	t.Cleanup(m.Kill)
 	m.initial = m.Name + "=" + m.PeerURL

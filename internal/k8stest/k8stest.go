@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ringflake/ringflake/internal/etcdtest"
+	"github.com/ringflake/ringflake/internal/taillog"
 )
 
 // Version is the kube-apiserver release the tests run, which
@@ -80,7 +81,7 @@ type Server struct {
 	keys   *keys             // written once by Start
 	client *http.Client      // trusts the CA; written once by Start
 	tokens map[string]string // user name to token; written once by Start
-	out    *tailLog          // the apiserver's output, for failure messages
+	out    *taillog.Log      // the apiserver's output, for failure messages
 
 	mu     sync.Mutex    // protects cmd and exited
 	cmd    *exec.Cmd     // nil while stopped
@@ -93,7 +94,7 @@ type Server struct {
 // Start fails tb if the binary is missing or the server does not come up.
 func Start(tb testing.TB, users ...User) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, bin: binary(tb), dir: tb.TempDir(), out: &tailLog{}}
+	s := &Server{tb: tb, bin: binary(tb), dir: tb.TempDir(), out: &taillog.Log{}}
 	var err error
 	if s.keys, err = makeKeys(s.dir); err != nil {
 		tb.Fatalf("k8stest: making keys: %v", err)

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringflake/ringflake/internal/taillog"
 )
 
 // startTimeout bounds how long servers may take to serve.
@@ -45,8 +47,8 @@ type Server struct {
 	Addr string
 
 	tb   testing.TB
-	dir  string   // the data directory and the config, kept across Stop and Start
-	out  *tailLog // the process's output, for failure messages
+	dir  string       // the data directory and the config, kept across Stop and Start
+	out  *taillog.Log // the process's output, for failure messages
 	java string
 
 	mu     sync.Mutex    // protects cmd and exited
@@ -95,7 +97,7 @@ func start(tb testing.TB, n int) *Ensemble {
 func (e *Ensemble) launch(java string, n int) error {
 	var quorum []string
 	for i := 1; i <= n; i++ {
-		s := &Server{ID: i, Addr: "127.0.0.1:" + strconv.Itoa(freePort(e.tb)), tb: e.tb, dir: e.tb.TempDir(), out: &tailLog{}, java: java}
+		s := &Server{ID: i, Addr: "127.0.0.1:" + strconv.Itoa(freePort(e.tb)), tb: e.tb, dir: e.tb.TempDir(), out: &taillog.Log{}, java: java}
 		e.tb.Cleanup(s.Kill)
 		e.tb.Cleanup(func() {
 			if e.tb.Failed() {
@@ -392,29 +394,4 @@ func freePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// tailLog keeps the last 64 KiB written to it; it is safe for concurrent
-// use.
-type tailLog struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-const tailSize = 64 << 10
-
-func (t *tailLog) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > tailSize {
-		t.b = append(t.b[:0], t.b[len(t.b)-tailSize:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailLog) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
 }
